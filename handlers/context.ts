@@ -1,0 +1,23 @@
+/**
+ * What every handler receives: `deps`, built once per isolate from validated settings (STYLE: no
+ * module reads env or opens a client at import time), and the per-request context.
+ */
+import type { Settings } from '../shared/config.ts';
+import type { Db } from '../shared/db/client.ts';
+import type { AgentClient } from '../shared/agent-client.ts';
+
+/** Dependencies of the handlers. */
+export interface Deps {
+  settings: Settings;
+  db: Db;
+  agents: AgentClient;
+  /** Server-side log; never receives secrets. */
+  log: (line: string) => void;
+  now: () => number;
+}
+
+/** Per-request context handed to every route as its second argument. */
+export interface Ctx {
+  deps: Deps;
+  requestId: string;
+}

@@ -1,0 +1,17 @@
+/** Builds the handlers' `deps` from an environment record, once per isolate or process. */
+import { createAgentClient } from '../shared/agent-client.ts';
+import { loadSettings } from '../shared/config.ts';
+import { createDb } from '../shared/db/client.ts';
+import type { Deps } from './context.ts';
+
+/** Validates settings and opens the clients. Throws ConfigError naming a bad setting. */
+export function buildDeps(env: Record<string, unknown>, log: (line: string) => void = (l) => console.error(l)): Deps {
+  const settings = loadSettings(env);
+  return {
+    settings,
+    db: createDb(settings),
+    agents: createAgentClient(settings.SVCD_INTERNAL_SECRET),
+    log,
+    now: () => Date.now(),
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * The handlers application: composes the per-resource route modules and renders every answer and
+ * error in one place (STYLE "Errors"). `createApp(deps).fetch(request)` is what every entry
+ * (miniflare worker, Node server, function gateway) calls.
+ */
+import { Router, type RouterType } from 'itty-router';
+import { errorResponse, errors } from '../shared/errors.ts';
+import { newRequestId } from '../shared/ids.ts';
+import * as accounts from './accounts.ts';
+import type { Ctx, Deps } from './context.ts';
+import * as health from './health.ts';
+import * as projects from './projects.ts';
+
+/** Route modules, in registration order. */
+const modules: { register(router: RouterType<Request, [Ctx]>): void }[] = [health, accounts, projects];
+
+/** The application: one `fetch` that never throws. */
+export interface App {
+  fetch(request: Request): Promise<Response>;
+}
+
+/** Builds the application over `deps`. */
+export function createApp(deps: Deps): App {
+  const router = Router<Request, [Ctx], Response>();
+  for (const m of modules) m.register(router as unknown as RouterType<Request, [Ctx]>);
+
+  return {
+    async fetch(request: Request): Promise<Response> {
+      const requestId = newRequestId();
+      let response: Response;
+      try {
+        const answer = (await router.fetch(request, { deps, requestId })) as Response | undefined;
+        if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
+        response = answer;
+      } catch (thrown) {
+        response = errorResponse(thrown, requestId, deps.log);
+      }
+      return withRequestId(response, requestId);
+    },
+  };
+}
+
+/** Sets `X-Request-Id`, copying the response when its headers are immutable (a proxied fetch answer). */
+function withRequestId(response: Response, requestId: string): Response {
+  try {
+    response.headers.set('x-request-id', requestId);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    copy.headers.set('x-request-id', requestId);
+    return copy;
+  }
+}
+
+export type { Deps } from './context.ts';

@@ -1,0 +1,31 @@
+/**
+ * Worker entry (miniflare locally, any Workers-compatible runtime): `env` carries the `SVCD_*`
+ * settings as bindings. Deps are built on the first request of an isolate and reused.
+ */
+import { ConfigError } from '../shared/config.ts';
+import { buildDeps } from './deps.ts';
+import { createApp, type App } from './index.ts';
+
+let app: App | undefined;
+let appEnv: unknown;
+
+export default {
+  async fetch(request: Request, env: Record<string, unknown>): Promise<Response> {
+    if (!app || appEnv !== env) {
+      try {
+        app = createApp(buildDeps(env));
+        appEnv = env;
+      } catch (err) {
+        if (err instanceof ConfigError) {
+          console.error(err.message);
+          return new Response(JSON.stringify({ error: { code: 'internal', message: 'service misconfigured' } }), {
+            status: 500,
+            headers: { 'content-type': 'application/json' },
+          });
+        }
+        throw err;
+      }
+    }
+    return app.fetch(request);
+  },
+};

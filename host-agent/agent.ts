@@ -1,0 +1,95 @@
+/**
+ * The host agent: the only stateful process (DESIGN §1). Start order: identity, pin check,
+ * internal listener, registration in DynamoDB, heartbeat. `stop()` is idempotent and phased.
+ */
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Settings } from '../shared/config.ts';
+import { createDb, type Db } from '../shared/db/client.ts';
+import { heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
+import { serveFetch, type Served } from '../shared/node-http.ts';
+import { nowIso } from '../shared/time.ts';
+import type { AgentContext } from './context.ts';
+import { checkPin } from './engine-cli.ts';
+import { agentIdentity } from './identity.ts';
+import { createInternalApi, type InternalRoutes } from './internal-api.ts';
+
+/** A running agent. */
+export interface Agent {
+  ctx: AgentContext;
+  internalUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Options for tests and embedders. */
+export interface AgentOptions {
+  log?: (line: string) => void;
+  db?: Db;
+  /** The repository root, against which relative paths in settings resolve. */
+  cwd?: string;
+}
+
+/** Starts an agent from validated settings. */
+export async function startAgent(settings: Settings, options: AgentOptions = {}): Promise<Agent> {
+  const cwd = options.cwd ?? process.cwd();
+  const log = options.log ?? ((line: string) => console.error(line));
+  const root = resolve(cwd, settings.SVCD_ROOT);
+  mkdirSync(root, { recursive: true });
+  const engineBin = resolve(cwd, settings.SVCD_ENGINE_BIN);
+  const pin = await checkPin(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS);
+  if (!pin.ok) log(`agent: engine pin check failed: ${pin.reason}; tenants cannot run on this host`);
+
+  const ctx: AgentContext = {
+    settings,
+    db: options.db ?? createDb(settings),
+    agentId: agentIdentity(root, settings.SVCD_AGENT_ID),
+    root,
+    engineBin,
+    pin,
+    log,
+    now: () => Date.now(),
+  };
+
+  const modules: InternalRoutes[] = [];
+  const internal = await serveFetch(createInternalApi(ctx, modules), {
+    host: settings.SVCD_AGENT_HOST,
+    port: settings.SVCD_AGENT_PORT,
+    setting: 'SVCD_AGENT_PORT',
+    onError: (err) => log(`agent: internal request failed: ${(err as Error).stack ?? err}`),
+  });
+  const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
+  const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? `http://${settings.SVCD_AGENT_HOST}:${settings.SVCD_DATAPLANE_PORT}`;
+
+  const startedAt = nowIso();
+  await registerAgent(ctx.db, {
+    agent_id: ctx.agentId,
+    internal_url: internalUrl,
+    dataplane_url: dataplaneUrl,
+    capacity: settings.SVCD_AGENT_CAPACITY,
+    pin_ok: pin.ok,
+    engine_version: typeof pin.version?.engine_version === 'string' ? pin.version.engine_version : null,
+    started_at: startedAt,
+    heartbeat_at: startedAt,
+  });
+
+  const heartbeat = setInterval(() => {
+    heartbeatAgent(ctx.db, ctx.agentId, nowIso(), ctx.pin.ok).catch((err) =>
+      log(`agent: heartbeat failed: ${(err as Error).message}`),
+    );
+  }, settings.SVCD_HEARTBEAT_MS);
+  heartbeat.unref();
+
+  let stopping: Promise<void> | undefined;
+  const servers: Served[] = [internal];
+  return {
+    ctx,
+    internalUrl,
+    stop() {
+      stopping ??= (async () => {
+        clearInterval(heartbeat);
+        await Promise.all(servers.map((s) => s.close()));
+      })();
+      return stopping;
+    },
+  };
+}

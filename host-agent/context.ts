@@ -1,0 +1,19 @@
+/** What every part of the host agent receives: settings, metadata, identity and its services. */
+import type { Settings } from '../shared/config.ts';
+import type { Db } from '../shared/db/client.ts';
+import type { PinCheck } from './engine-cli.ts';
+
+/** The agent's shared state, built once at start (host-agent/agent.ts). */
+export interface AgentContext {
+  settings: Settings;
+  db: Db;
+  agentId: string;
+  /** Absolute `SVCD_ROOT`: tenants/, snapshots/, blobs/, run/ live under it. */
+  root: string;
+  /** Absolute path of the engine binary. */
+  engineBin: string;
+  /** The latest pin check (refreshed at start and before each engine start). */
+  pin: PinCheck;
+  log: (line: string) => void;
+  now: () => number;
+}

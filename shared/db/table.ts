@@ -1,0 +1,56 @@
+/**
+ * The one DynamoDB table of the service (DESIGN §4): single-table design with `pk`/`sk` and one GSI
+ * `gsi1` over `gsi1pk`/`gsi1sk`. Defined here once; the local stack, the tests and the deployment
+ * template all create it from this definition.
+ */
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+export const TABLE_KEYS = { pk: 'pk', sk: 'sk' } as const;
+export const GSI1 = { name: 'gsi1', pk: 'gsi1pk', sk: 'gsi1sk' } as const;
+
+/** The CreateTable request for a table named `tableName` (on-demand billing). */
+export function tableDefinition(tableName: string): CreateTableCommandInput {
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [
+      { AttributeName: TABLE_KEYS.pk, AttributeType: 'S' },
+      { AttributeName: TABLE_KEYS.sk, AttributeType: 'S' },
+      { AttributeName: GSI1.pk, AttributeType: 'S' },
+      { AttributeName: GSI1.sk, AttributeType: 'S' },
+    ],
+    KeySchema: [
+      { AttributeName: TABLE_KEYS.pk, KeyType: 'HASH' },
+      { AttributeName: TABLE_KEYS.sk, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: GSI1.name,
+        KeySchema: [
+          { AttributeName: GSI1.pk, KeyType: 'HASH' },
+          { AttributeName: GSI1.sk, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ],
+  };
+}
+
+/**
+ * Key shapes of every item kind. A newcomer looking for "where does X live in DynamoDB" reads this.
+ *
+ * | item      | pk                 | sk                  | gsi1pk          | gsi1sk                   |
+ * |-----------|--------------------|---------------------|-----------------|--------------------------|
+ * | account   | ACCT#<acct>        | ACCT                |                 |                          |
+ * | invite    | INVITE#<code>      | INVITE              |                 |                          |
+ * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
+ * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
+ */
+export const keys = {
+  account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
+  invite: (code: string) => ({ pk: `INVITE#${code}`, sk: 'INVITE' }),
+  project: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'PRJ' }),
+  projectsOf: (accountId: string) => `ACCT#${accountId}`,
+  agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
+  agents: 'AGENTS',
+} as const;
