@@ -10,9 +10,15 @@ import * as accounts from './accounts.ts';
 import type { Ctx, Deps } from './context.ts';
 import * as health from './health.ts';
 import * as projects from './projects.ts';
+import * as receipts from './receipts.ts';
 
-/** Route modules, in registration order. */
-const modules: { register(router: RouterType<Request, [Ctx]>): void }[] = [health, accounts, projects];
+/** Route modules, in registration order. Each resource adds its module here (one line). */
+const modules: { register(router: RouterType<Request, [Ctx]>): void }[] = [
+  health,
+  accounts,
+  projects,
+  receipts,
+];
 
 /** The application: one `fetch` that never throws. */
 export interface App {

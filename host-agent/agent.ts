@@ -50,6 +50,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     now: () => Date.now(),
   };
 
+  // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
   const modules: InternalRoutes[] = [];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,

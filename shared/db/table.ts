@@ -45,6 +45,9 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | invite    | INVITE#<code>      | INVITE              |                 |                          |
  * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
  * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
+ * | receipt   | PRJ#<prj>          | RCPT#<at>#<rcpt>    |                 |                          |
+ *
+ * Everything a project owns lives in its partition `PRJ#<prj>` under its own sort-key prefix.
  */
 export const keys = {
   account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
@@ -53,4 +56,5 @@ export const keys = {
   projectsOf: (accountId: string) => `ACCT#${accountId}`,
   agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
   agents: 'AGENTS',
+  receipt: (projectId: string, at: string, receiptId: string) => ({ pk: `PRJ#${projectId}`, sk: `RCPT#${at}#${receiptId}` }),
 } as const;
