@@ -1,0 +1,136 @@
+/**
+ * Entry point of the reference engine 3.0.0 (`bin/svc-engine`). Every command prints exactly one JSON
+ * document on stdout; a failure prints `{"error":{"code","message"}}` and exits with the code of its
+ * class (exit-codes.ts, docs/engine.md). `serve` prints its ready line as its one document.
+ */
+import { writeSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { backupCommand, restoreCommand, verifyCommand } from './backup.ts';
+import { initCommand, statusCommand, versionCommand } from './commands.ts';
+import { EXIT_CODES, EngineCliError } from './exit-codes.ts';
+import { serveCommand } from './serve.ts';
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const DRAIN_MS = 5000;
+const USAGE = `usage:
+  svc-engine version --json
+  svc-engine init    --data-dir D --json
+  svc-engine serve   --data-dir D --listen 127.0.0.1:P [--max-body-bytes N]
+  svc-engine status  --data-dir D --json
+  svc-engine backup  --data-dir D --out B --json
+  svc-engine verify  --backup B --json
+  svc-engine restore --backup B --target T --json`;
+
+/** The options each command takes, all strings except the accepted-and-ignored `--json`. */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  version: [],
+  init: ['data-dir'],
+  serve: ['data-dir', 'listen', 'max-body-bytes'],
+  status: ['data-dir'],
+  backup: ['data-dir', 'out'],
+  verify: ['backup'],
+  restore: ['backup', 'target'],
+};
+const OPTIONAL = new Set(['max-body-bytes']);
+
+function badArguments(message: string): EngineCliError {
+  return new EngineCliError('bad_arguments', message);
+}
+
+/** Parses `argv` (after the node and script paths) into a command and its string options. */
+function parseCommand(argv: string[]): { command: string; values: Record<string, string> } {
+  const [command, ...rest] = argv;
+  if (command === undefined || !(command in COMMAND_OPTIONS)) {
+    throw badArguments(command === undefined ? 'no command given' : `unknown command ${command}`);
+  }
+  const names = COMMAND_OPTIONS[command] as readonly string[];
+  const options: Record<string, { type: 'string' | 'boolean' }> = { json: { type: 'boolean' } };
+  for (const name of names) options[name] = { type: 'string' };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options, strict: true, allowPositionals: false });
+  } catch (err) {
+    throw badArguments(`${command}: ${(err as Error).message}`);
+  }
+  const values: Record<string, string> = {};
+  for (const name of names) {
+    const value = (parsed.values as Record<string, unknown>)[name];
+    if (value === undefined) {
+      if (!OPTIONAL.has(name)) throw badArguments(`${command}: --${name} is required`);
+      continue;
+    }
+    if (typeof value !== 'string' || value === '') throw badArguments(`${command}: --${name} needs a non-empty value`);
+    values[name] = value;
+  }
+  return { command, values };
+}
+
+/** Parses `--listen host:port`: a loopback address only, since /v2 has no authentication of its own. */
+function parseListen(value: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw badArguments(`--listen must be host:port (got ${value})`);
+  const host = (match[1] ?? match[2]) as string;
+  const loopback = host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  if (!loopback) throw badArguments(`--listen must be a loopback address: the engine's /v2 listener has no authentication (got ${host})`);
+  return { host, port };
+}
+
+function parseByteLimit(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_BODY_BYTES;
+  const n = /^[0-9]{1,12}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw badArguments(`--max-body-bytes must be a positive integer (got ${value})`);
+  return n;
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { command, values } = parseCommand(argv);
+  const v = (name: string) => values[name] as string;
+  let output: Record<string, unknown>;
+  switch (command) {
+    case 'version':
+      output = versionCommand();
+      break;
+    case 'init':
+      output = initCommand(v('data-dir'));
+      break;
+    case 'status':
+      output = statusCommand(v('data-dir'));
+      break;
+    case 'backup':
+      output = backupCommand(v('data-dir'), v('out'));
+      break;
+    case 'verify':
+      output = verifyCommand(v('backup'));
+      break;
+    case 'restore':
+      output = restoreCommand(v('backup'), v('target'));
+      break;
+    case 'serve': {
+      const listen = parseListen(v('listen'));
+      const maxBodyBytes = parseByteLimit(values['max-body-bytes']);
+      return serveCommand({ dataDir: v('data-dir'), ...listen, maxBodyBytes, drainMs: DRAIN_MS });
+    }
+    default:
+      throw badArguments(`unknown command ${command}`);
+  }
+  writeSync(1, `${JSON.stringify(output)}\n`);
+  return EXIT_CODES.ok;
+}
+
+function fail(err: unknown): number {
+  if (err instanceof EngineCliError) {
+    if (err.code === 'bad_arguments') process.stderr.write(`${USAGE}\n`);
+    writeSync(1, `${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
+    return err.exitCode;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`svc-engine: ${err instanceof Error ? (err.stack ?? message) : message}\n`);
+  writeSync(1, `${JSON.stringify({ error: { code: 'internal', message } })}\n`);
+  return EXIT_CODES.internal;
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => process.exit(fail(err)),
+);
