@@ -9,6 +9,7 @@ import { newRequestId } from '../shared/ids.ts';
 import * as accounts from './accounts.ts';
 import type { Ctx, Deps } from './context.ts';
 import * as health from './health.ts';
+import * as keys from './keys.ts';
 import * as projects from './projects.ts';
 import * as receipts from './receipts.ts';
 
@@ -18,11 +19,14 @@ const modules: { register(router: RouterType<Request, [Ctx]>): void }[] = [
   accounts,
   projects,
   receipts,
+  keys,
 ];
 
 /** The application: one `fetch` that never throws. */
 export interface App {
   fetch(request: Request): Promise<Response>;
+  /** Every registered route as [method, path pattern], for tests that must cover them all. */
+  routes: [string, string][];
 }
 
 /** Builds the application over `deps`. */
@@ -31,6 +35,7 @@ export function createApp(deps: Deps): App {
   for (const m of modules) m.register(router as unknown as RouterType<Request, [Ctx]>);
 
   return {
+    routes: router.routes.map(([method, , , path]) => [String(method), String(path)]),
     async fetch(request: Request): Promise<Response> {
       const requestId = newRequestId();
       let response: Response;

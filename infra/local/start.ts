@@ -1,37 +1,63 @@
 /**
  * `npm start`: the whole service on embedded defaults at http://127.0.0.1:8787 (SVCD_PORT), state
  * kept under `.svc/`. Ctrl-C or SIGTERM stops every child it started, engines included.
+ *
+ * Flags (after `npm start --`): `--dir <path>` stack directory (default `.svc`),
+ * `--dynamodb-port <n>` DynamoDB Local's port (default 8790; 0 picks a free one).
  */
-import { ConfigError } from '../../shared/config.ts';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { REPO_ROOT, startStack } from './stack.ts';
-import { join } from 'node:path';
 
-const dynamoPort = Number(process.env.SVCD_LOCAL_DYNAMODB_PORT ?? 8790);
-const env = { ...process.env };
-delete env.SVCD_LOCAL_DYNAMODB_PORT;
+let flags;
+try {
+  flags = parseArgs({
+    options: { dir: { type: 'string' }, 'dynamodb-port': { type: 'string' } },
+    strict: true,
+  }).values;
+} catch (err) {
+  console.error(`svc-cloud: ${(err as Error).message}`);
+  process.exit(2);
+}
+const dynamoPort = Number(flags['dynamodb-port'] ?? 8790);
+if (!Number.isInteger(dynamoPort) || dynamoPort < 0 || dynamoPort > 65535) {
+  console.error(`svc-cloud: --dynamodb-port must be a port number, got ${flags['dynamodb-port']}`);
+  process.exit(2);
+}
+
+let stopping = false;
+let stopStack: (() => Promise<void>) | undefined;
+let signals = 0;
+const shutdown = (signal: string) => {
+  if (++signals > 1) {
+    console.error(`svc-cloud: second ${signal}, exiting now`);
+    process.exit(1);
+  }
+  stopping = true;
+  console.error('svc-cloud: stopping…');
+  // During start-up the stack is stopped as soon as startStack answers (below).
+  if (stopStack) stopStack().then(() => process.exit(0), () => process.exit(1));
+};
+// Installed before anything starts, so a signal during start-up still stops what has started.
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGTERM', () => shutdown('SIGTERM'));
 
 try {
   const stack = await startStack({
-    dir: join(REPO_ROOT, '.svc'),
-    env,
+    dir: flags.dir ? resolve(flags.dir) : join(REPO_ROOT, '.svc'),
+    env: process.env,
     persist: true,
     dynamoPort,
     agentOutput: 'inherit',
     log: (line) => console.error(line),
   });
+  stopStack = stack.stop;
+  if (stopping) {
+    await stack.stop();
+    process.exit(0);
+  }
   console.log(`svc-cloud ready at ${stack.url}`);
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    if (++signals > 1) {
-      console.error(`svc-cloud: second ${signal}, exiting now`);
-      process.exit(1);
-    }
-    console.error('svc-cloud: stopping…');
-    stack.stop().then(() => process.exit(0), () => process.exit(1));
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
 } catch (err) {
-  console.error(`svc-cloud: ${err instanceof ConfigError ? err.message : (err as Error).message}`);
+  console.error(`svc-cloud: ${(err as Error).message}`);
   process.exit(1);
 }

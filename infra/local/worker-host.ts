@@ -22,6 +22,14 @@ try {
     port: settings.SVCD_PORT,
   });
   const url = (await mf.ready).toString().replace(/\/$/, '');
+  // miniflare's exit hooks call process.exit before workerd is gone; this process owns its
+  // shutdown instead: dispose (which waits for workerd to exit), then leave.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => {
+      mf.dispose().then(() => process.exit(0), () => process.exit(1));
+    });
+  }
   console.log(JSON.stringify({ ready: true, url }));
 } catch (err) {
   console.error(`worker-host: ${err instanceof ConfigError ? err.message : (err as Error).message}`);
