@@ -7,6 +7,7 @@ export default defineConfig({
   test: {
     include: ['shared/**/*.test.ts', 'handlers/**/*.test.ts', 'host-agent/**/*.test.ts', 'engine/**/*.test.ts', 'infra/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/setup/global.ts'],
+    reporters: ['default', './test/setup/summary-reporter.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

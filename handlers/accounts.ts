@@ -1,5 +1,4 @@
 /** Routes: signup and sessions (DESIGN §3 "Accounts and session tokens"). */
-import type { RouterType } from 'itty-router';
 import { issueSessionToken, newAccountSecret, verifierOf, verifySecret } from '../shared/auth.ts';
 import { inviteCodes } from '../shared/config.ts';
 import { anyInvites, createAccount, getAccount, inviteExists } from '../shared/db/accounts.ts';
@@ -7,7 +6,7 @@ import { errors } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { sessionRequestSchema, signupRequestSchema } from '../shared/schemas.ts';
 import { nowIso } from '../shared/time.ts';
-import type { Ctx } from './context.ts';
+import type { Ctx, Routes } from './context.ts';
 import { json, readJson } from './http.ts';
 
 /** True when the invite code admits a signup on this deployment (or the deployment is open). */
@@ -21,7 +20,7 @@ async function inviteAdmits(ctx: Ctx, code: string | undefined): Promise<boolean
 }
 
 /** Registers the account routes. */
-export function register(router: RouterType<Request, [Ctx]>): void {
+export function register(router: Routes): void {
   router.post('/v0/signup', async (request, ctx) => {
     const { settings, db } = ctx.deps;
     const body = await readJson(request, signupRequestSchema, settings.SVCD_JSON_MAX_BYTES, { optional: true });

@@ -2,6 +2,7 @@
  * What every handler receives: `deps`, built once per isolate from validated settings (STYLE: no
  * module reads env or opens a client at import time), and the per-request context.
  */
+import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
@@ -21,3 +22,6 @@ export interface Ctx {
   deps: Deps;
   requestId: string;
 }
+
+/** The router every route module registers on: requests carry `params` and `query`. */
+export type Routes = RouterType<IRequest, [Ctx]>;

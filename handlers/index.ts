@@ -3,22 +3,26 @@
  * error in one place (STYLE "Errors"). `createApp(deps).fetch(request)` is what every entry
  * (miniflare worker, Node server, function gateway) calls.
  */
-import { Router, type RouterType } from 'itty-router';
+import { Router } from 'itty-router';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
 import * as accounts from './accounts.ts';
-import type { Ctx, Deps } from './context.ts';
+import type { Deps, Routes } from './context.ts';
 import * as health from './health.ts';
 import * as keys from './keys.ts';
 import * as projects from './projects.ts';
 import * as receipts from './receipts.ts';
+import * as realtime from './realtime.ts';
+import * as secrets from './secrets.ts';
 
 /** Route modules, in registration order. Each resource adds its module here (one line). */
-const modules: { register(router: RouterType<Request, [Ctx]>): void }[] = [
+const modules: { register(router: Routes): void }[] = [
   health,
   accounts,
   projects,
   receipts,
+  realtime,
+  secrets,
   keys,
 ];
 
@@ -31,8 +35,8 @@ export interface App {
 
 /** Builds the application over `deps`. */
 export function createApp(deps: Deps): App {
-  const router = Router<Request, [Ctx], Response>();
-  for (const m of modules) m.register(router as unknown as RouterType<Request, [Ctx]>);
+  const router: Routes = Router();
+  for (const m of modules) m.register(router);
 
   return {
     routes: router.routes.map(([method, , , path]) => [String(method), String(path)]),
@@ -40,7 +44,7 @@ export function createApp(deps: Deps): App {
       const requestId = newRequestId();
       let response: Response;
       try {
-        const answer = (await router.fetch(request, { deps, requestId })) as Response | undefined;
+        const answer = (await router.fetch(request as never, { deps, requestId })) as Response | undefined;
         if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
         response = answer;
       } catch (thrown) {

@@ -1,5 +1,4 @@
 /** Routes: create, read and list projects (contract "POST /v0/projects", "GET /v0/projects/{id}"). */
-import type { RouterType } from 'itty-router';
 import { choosePlacement, listAgents } from '../shared/db/agents.ts';
 import { createProject, listProjects, projectView } from '../shared/db/projects.ts';
 import { errors } from '../shared/errors.ts';
@@ -7,11 +6,11 @@ import { newId } from '../shared/ids.ts';
 import { createProjectRequestSchema, pageQuerySchema } from '../shared/schemas.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
-import type { Ctx } from './context.ts';
+import type { Routes } from './context.ts';
 import { json, queryOf, readJson } from './http.ts';
 
 /** Registers the project routes. */
-export function register(router: RouterType<Request, [Ctx]>): void {
+export function register(router: Routes): void {
   router.post('/v0/projects', async (request, ctx) => {
     const { settings, db } = ctx.deps;
     const owner = await requireSession(request, ctx);
@@ -41,7 +40,7 @@ export function register(router: RouterType<Request, [Ctx]>): void {
   });
 
   router.get('/v0/projects/:id', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request as never, ctx);
+    const { project } = await requireOwnedProject(request, ctx);
     return json(projectView(project));
   });
 }

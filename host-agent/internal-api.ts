@@ -3,7 +3,7 @@
  * JWT and is refused before any routing or work without one. Route modules register themselves like
  * the public handlers do; errors use the same envelope.
  */
-import { Router, type RouterType } from 'itty-router';
+import { Router, type IRequest, type RouterType } from 'itty-router';
 import { parseBearer, verifyInternalToken } from '../shared/auth.ts';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
@@ -11,7 +11,7 @@ import type { AgentContext } from './context.ts';
 import { json } from './http.ts';
 
 /** Arguments every internal route receives after the request. */
-export type InternalRouter = RouterType<Request, [AgentContext]>;
+export type InternalRouter = RouterType<IRequest, [AgentContext]>;
 
 /** A module of internal routes. */
 export interface InternalRoutes {
@@ -20,18 +20,18 @@ export interface InternalRoutes {
 
 /** Builds the internal API over the agent context and route modules. */
 export function createInternalApi(ctx: AgentContext, modules: InternalRoutes[]): (request: Request) => Promise<Response> {
-  const router = Router<Request, [AgentContext], Response>();
+  const router: InternalRouter = Router();
   router.get('/internal/v1/health', () =>
     json({ agent_id: ctx.agentId, pin_ok: ctx.pin.ok, engine: ctx.pin.version, reason: ctx.pin.reason }),
   );
-  for (const m of modules) m.register(router as unknown as InternalRouter);
+  for (const m of modules) m.register(router);
 
   return async (request) => {
     const requestId = request.headers.get('x-request-id') ?? newRequestId();
     let response: Response;
     try {
       await verifyInternalToken(ctx.settings.SVCD_INTERNAL_SECRET, parseBearer(request.headers));
-      const answer = (await router.fetch(request, ctx)) as Response | undefined;
+      const answer = (await router.fetch(request as never, ctx)) as Response | undefined;
       if (!answer) throw errors.notFound(`no internal route for ${request.method} ${new URL(request.url).pathname}`);
       response = answer;
     } catch (thrown) {
