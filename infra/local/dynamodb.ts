@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
 /** A running DynamoDB Local. */
@@ -60,7 +61,8 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
   } else {
     args.push('-inMemory');
   }
-  const child = spawn('java', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // cwd: DynamoDB Local drops a metadata file into its working directory.
+  const child = spawn('java', args, { cwd: dbPath ? resolve(dbPath) : tmpdir(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
