@@ -23,4 +23,23 @@ await build({
   minify: false,
   logLevel: 'warning',
 });
-console.log(`build: dist/worker.js in ${Date.now() - started} ms`);
+
+// The function-gateway entry and the Node entry: the same handlers, bundled for Node 24.
+for (const [entry, outfile] of [
+  ['handlers/gateway.ts', 'gateway.mjs'],
+  ['handlers/node-server.ts', 'node-server.mjs'],
+]) {
+  await build({
+    entryPoints: [join(root, entry)],
+    outfile: join(out, outfile),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    // Bundled CommonJS dependencies may call require() for Node built-ins.
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+}
+console.log(`build: dist/worker.js, dist/gateway.mjs, dist/node-server.mjs in ${Date.now() - started} ms`);
