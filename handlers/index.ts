@@ -33,6 +33,13 @@ export interface App {
   routes: [string, string][];
 }
 
+/** Every route the handlers serve, as [method, itty-router path pattern]; needs no deps. */
+export function routeTable(): [string, string][] {
+  const router: Routes = Router();
+  for (const m of modules) m.register(router);
+  return router.routes.map(([method, , , path]) => [String(method), String(path)]);
+}
+
 /** Builds the application over `deps`. */
 export function createApp(deps: Deps): App {
   const router: Routes = Router();

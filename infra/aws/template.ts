@@ -1,0 +1,169 @@
+/**
+ * The AWS deployment template (CloudFormation), generated from the code: the DynamoDB table from
+ * `shared/db/table.ts`, the gateway routes from the handlers' own route table, and parameters for
+ * every secret setting. `npm run infra:template` writes infra/aws/template.json; a test checks the
+ * committed file against this generator, so the template can never drift from the code.
+ */
+import { routeTable } from '../../handlers/index.ts';
+import { tableDefinition } from '../../shared/db/table.ts';
+
+/** Routes a function gateway cannot serve: large bodies and long-lived streams go to Node workers. */
+export const NODE_ONLY_ROUTES: [string, RegExp][] = [
+  ['PUT', /^\/v0\/projects\/:id\/storage\/objects\//],
+  ['GET', /^\/v0\/projects\/:id\/storage\/objects\//],
+  ['GET', /^\/v0\/projects\/:id\/realtime\/subscribe$/],
+];
+
+/** True when a route is served by the function gateway (the rest go to the Node workers). */
+export function isGatewayRoute(method: string, path: string): boolean {
+  return !NODE_ONLY_ROUTES.some(([m, re]) => m === method && re.test(path));
+}
+
+/** Converts an itty-router pattern into an API Gateway route key path (`:id` → `{id}`, `:key+` → `{key+}`). */
+export function gatewayPath(path: string): string {
+  return path.replace(/:(\w+)\+/g, '{$1+}').replace(/:(\w+)/g, '{$1}');
+}
+
+const SECRET_PARAMETERS = {
+  SessionSecret: 'SVCD_SESSION_SECRET',
+  KeyPepper: 'SVCD_KEY_PEPPER',
+  InternalSecret: 'SVCD_INTERNAL_SECRET',
+  SecretsKeys: 'SVCD_SECRETS_KEYS',
+} as const;
+
+/** The CloudFormation template as a plain object. */
+export function generateTemplate(): Record<string, unknown> {
+  const table = tableDefinition('__TABLE__');
+  const routes = routeTable()
+    .filter(([method, path]) => isGatewayRoute(method, path))
+    .map(([method, path]) => `${method === 'ALL' ? 'ANY' : method} ${gatewayPath(path)}`);
+  const uniqueRoutes = [...new Set(routes)].sort();
+
+  const resources: Record<string, unknown> = {
+    Table: {
+      Type: 'AWS::DynamoDB::Table',
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: {
+        TableName: { 'Fn::Sub': '${AWS::StackName}-svc' },
+        BillingMode: table.BillingMode,
+        AttributeDefinitions: table.AttributeDefinitions,
+        KeySchema: table.KeySchema,
+        GlobalSecondaryIndexes: table.GlobalSecondaryIndexes,
+        SSESpecification: { SSEEnabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      },
+    },
+    BlobBucket: {
+      Type: 'AWS::S3::Bucket',
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: {
+        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+      },
+    },
+    FunctionRole: {
+      Type: 'AWS::IAM::Role',
+      Properties: {
+        AssumeRolePolicyDocument: {
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+        },
+        ManagedPolicyArns: ['arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+        Policies: [
+          {
+            PolicyName: 'svc-data',
+            PolicyDocument: {
+              Version: '2012-10-17',
+              Statement: [
+                {
+                  Effect: 'Allow',
+                  Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
+                  Resource: [{ 'Fn::GetAtt': ['Table', 'Arn'] }, { 'Fn::Sub': '${Table.Arn}/index/*' }],
+                },
+                {
+                  Effect: 'Allow',
+                  Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+                  Resource: { 'Fn::Sub': '${BlobBucket.Arn}/*' },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    },
+    Function: {
+      Type: 'AWS::Lambda::Function',
+      Properties: {
+        Runtime: 'nodejs24.x',
+        Handler: 'gateway.handler',
+        Architectures: ['arm64'],
+        MemorySize: 512,
+        Timeout: 29,
+        Role: { 'Fn::GetAtt': ['FunctionRole', 'Arn'] },
+        Code: { S3Bucket: { Ref: 'CodeBucket' }, S3Key: { Ref: 'CodeKey' } },
+        Environment: {
+          Variables: {
+            SVCD_TABLE: { Ref: 'Table' },
+            SVCD_DYNAMODB_REGION: { Ref: 'AWS::Region' },
+            SVCD_BLOB_BACKEND: 's3',
+            SVCD_S3_BUCKET: { Ref: 'BlobBucket' },
+            SVCD_S3_REGION: { Ref: 'AWS::Region' },
+            ...Object.fromEntries(Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [setting, { Ref: param }])),
+          },
+        },
+      },
+    },
+    HttpApi: { Type: 'AWS::ApiGatewayV2::Api', Properties: { Name: { 'Fn::Sub': '${AWS::StackName}-api' }, ProtocolType: 'HTTP' } },
+    Integration: {
+      Type: 'AWS::ApiGatewayV2::Integration',
+      Properties: {
+        ApiId: { Ref: 'HttpApi' },
+        IntegrationType: 'AWS_PROXY',
+        IntegrationUri: { 'Fn::GetAtt': ['Function', 'Arn'] },
+        PayloadFormatVersion: '2.0',
+      },
+    },
+    Stage: { Type: 'AWS::ApiGatewayV2::Stage', Properties: { ApiId: { Ref: 'HttpApi' }, StageName: '$default', AutoDeploy: true } },
+    InvokePermission: {
+      Type: 'AWS::Lambda::Permission',
+      Properties: {
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { Ref: 'Function' },
+        Principal: 'apigateway.amazonaws.com',
+        SourceArn: { 'Fn::Sub': 'arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*' },
+      },
+    },
+  };
+  uniqueRoutes.forEach((routeKey, i) => {
+    resources[`Route${String(i).padStart(3, '0')}`] = {
+      Type: 'AWS::ApiGatewayV2::Route',
+      Properties: { ApiId: { Ref: 'HttpApi' }, RouteKey: routeKey, Target: { 'Fn::Sub': 'integrations/${Integration}' } },
+    };
+  });
+
+  return {
+    AWSTemplateFormatVersion: '2010-09-09',
+    Description: 'svc-cloud control plane: DynamoDB table, private S3 bucket, handlers function behind an HTTP API (generated by infra/aws/template.ts; do not edit)',
+    Parameters: {
+      CodeBucket: { Type: 'String', Description: 'S3 bucket holding the zipped dist/gateway.mjs' },
+      CodeKey: { Type: 'String', Description: 'S3 key of the zipped dist/gateway.mjs' },
+      ...Object.fromEntries(
+        Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [param, { Type: 'String', NoEcho: true, MinLength: 32, Description: `${setting}` }]),
+      ),
+    },
+    Resources: resources,
+    Outputs: {
+      ApiUrl: { Value: { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] } },
+      TableName: { Value: { Ref: 'Table' } },
+      BlobBucketName: { Value: { Ref: 'BlobBucket' } },
+    },
+  };
+}
+
+/** The template as the committed JSON text. */
+export function templateText(): string {
+  return `${JSON.stringify(generateTemplate(), null, 2)}\n`;
+}
