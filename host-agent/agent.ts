@@ -7,17 +7,23 @@ import { resolve } from 'node:path';
 import type { Settings } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/client.ts';
 import { heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
+import { lookupKey } from '../shared/db/keys.ts';
 import { serveFetch, type Served } from '../shared/node-http.ts';
 import { nowIso } from '../shared/time.ts';
 import type { AgentContext } from './context.ts';
 import { checkPin } from './engine-cli.ts';
 import { agentIdentity } from './identity.ts';
 import { createInternalApi, type InternalRoutes } from './internal-api.ts';
+import { KeyCache } from './dataplane/key-cache.ts';
+import { startDataplane } from './dataplane/server.ts';
+import * as keyRoutes from './routes/keys.ts';
 
 /** A running agent. */
 export interface Agent {
   ctx: AgentContext;
   internalUrl: string;
+  /** Where the `/v2` listener answers (registered as the agent's `dataplane_url`). */
+  dataplaneUrl: string;
   stop(): Promise<void>;
 }
 
@@ -48,10 +54,11 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     pin,
     log,
     now: () => Date.now(),
+    keyCache: new KeyCache({ pepper: settings.SVCD_KEY_PEPPER, load: (keyId) => lookupKey(ctx.db, keyId), log }),
   };
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [];
+  const modules: InternalRoutes[] = [keyRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -59,7 +66,20 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     onError: (err) => log(`agent: internal request failed: ${(err as Error).stack ?? err}`),
   });
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
-  const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? `http://${settings.SVCD_AGENT_HOST}:${settings.SVCD_DATAPLANE_PORT}`;
+  // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
+  // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
+  const dataplane = await startDataplane({
+    host: settings.SVCD_AGENT_HOST,
+    port: settings.SVCD_DATAPLANE_PORT,
+    maxBytes: settings.SVCD_DATAPLANE_MAX_BYTES,
+    endpoints: { liveEndpoint: () => null },
+    keys: ctx.keyCache,
+    log,
+  }).catch(async (err: unknown) => {
+    await internal.close();
+    throw err;
+  });
+  const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
 
   const startedAt = nowIso();
   await registerAgent(ctx.db, {
@@ -81,10 +101,11 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   heartbeat.unref();
 
   let stopping: Promise<void> | undefined;
-  const servers: Served[] = [internal];
+  const servers: Served[] = [internal, dataplane];
   return {
     ctx,
     internalUrl,
+    dataplaneUrl,
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);

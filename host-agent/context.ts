@@ -2,6 +2,7 @@
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { PinCheck } from './engine-cli.ts';
+import type { KeyCache } from './dataplane/key-cache.ts';
 
 /** The agent's shared state, built once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -16,4 +17,6 @@ export interface AgentContext {
   pin: PinCheck;
   log: (line: string) => void;
   now: () => number;
+  /** The `/v2` listener's verified project keys; the invalidate route drops revoked ones (host-agent/dataplane/key-cache.ts). */
+  keyCache: KeyCache;
 }
