@@ -56,6 +56,9 @@ interface Prepared {
   dml: boolean;
   /** Top-level INSERT: reports last_insert_rowid. */
   insert: boolean;
+  /** Result column names, valid while `columnsGeneration` equals the executor's schema generation. */
+  columns: string[];
+  columnsGeneration: number;
 }
 
 interface Capture {
@@ -195,6 +198,12 @@ export class Executor {
   private readonly cache = new Map<string, Prepared>();
   private capture: Capture | null = null;
   private internalDepth = 0;
+  /**
+   * Bumped whenever a statement changes the schema (even if later rolled back): a cached statement's
+   * column names (`SELECT *` after ALTER TABLE) are recomputed when it moved. statement.columns()
+   * is too costly to call on every point read.
+   */
+  private schemaGeneration = 0;
   private denial: string | null = null;
   private readonly totalChangesStmt: StatementSync;
   private readonly schemaVersionStmt: StatementSync;
@@ -309,6 +318,8 @@ export class Executor {
       returnsRows: stmt.columns().length > 0,
       dml: capture.dml && !capture.ddl,
       insert: capture.insert && capture.dml && !capture.ddl,
+      columns: [],
+      columnsGeneration: -1,
     };
     this.cache.set(sql, prepared);
     if (this.cache.size > STATEMENT_CACHE_SIZE) {
@@ -316,6 +327,14 @@ export class Executor {
       this.cache.delete(oldest);
     }
     return prepared;
+  }
+
+  private columnNames(p: Prepared): string[] {
+    if (p.columnsGeneration !== this.schemaGeneration) {
+      p.columns = p.stmt.columns().map((c) => c.name);
+      p.columnsGeneration = this.schemaGeneration;
+    }
+    return p.columns;
   }
 
   private begin(): Transaction {
@@ -372,9 +391,12 @@ export class Executor {
     } catch (err) {
       throw sqlFailure(err, this.denial, label);
     }
-    if (tx !== null && this.scalar(this.schemaVersionStmt) !== schemaBefore) tx.schemaChanges++;
+    if (tx !== null && this.scalar(this.schemaVersionStmt) !== schemaBefore) {
+      tx.schemaChanges++;
+      this.schemaGeneration++;
+    }
     return {
-      columns: p.returnsRows ? p.stmt.columns().map((c) => c.name) : [],
+      columns: p.returnsRows ? this.columnNames(p) : [],
       rows,
       rows_changed: p.dml ? changes : 0,
       last_insert_rowid: p.insert ? (toJsonValue(rowid as bigint) as number | string) : null,
@@ -449,7 +471,7 @@ export class Executor {
     } catch (err) {
       throw sqlFailure(err, null, '', 'bad_query');
     }
-    const names = p.stmt.columns().map((c) => c.name);
+    const names = this.columnNames(p);
     const hits = rows.map((row) => {
       const hit: SearchHit = { rowid: row[0], rank: row[1], snippet: row[2] };
       for (let i = 3; i < row.length; i++) {

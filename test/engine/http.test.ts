@@ -227,6 +227,16 @@ describe('POST /v2/sql', () => {
     expect(a.body.error.message).toMatch(message);
   });
 
+  it('answers the current columns of a repeated SELECT * after the table changed shape', async () => {
+    await sql(engine, { sql: 'CREATE TABLE shape (a)' });
+    const select = { sql: 'SELECT * FROM shape' };
+    expect((await sql(engine, select)).results[0].columns).toEqual(['a']);
+    await sql(engine, { sql: 'ALTER TABLE shape ADD COLUMN b' });
+    expect((await sql(engine, select)).results[0].columns).toEqual(['a', 'b']);
+    await sql(engine, { sql: 'ALTER TABLE shape RENAME COLUMN a TO z' });
+    expect((await sql(engine, select)).results[0].columns).toEqual(['z', 'b']);
+  });
+
   it('allows read-only pragmas', async () => {
     const r = await sql(engine, { sql: 'PRAGMA table_info(people)' });
     expect(r.results[0].rows.map((row: unknown[]) => row[1])).toEqual(['id', 'name', 'age', 'photo', 'score']);
