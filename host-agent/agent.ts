@@ -9,6 +9,7 @@ import { createDb, type Db } from '../shared/db/client.ts';
 import { heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
 import { lookupKey } from '../shared/db/keys.ts';
 import { serveFetch, type Served } from '../shared/node-http.ts';
+import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import type { AgentContext } from './context.ts';
 import { checkPin } from './engine-cli.ts';
@@ -17,6 +18,7 @@ import { createInternalApi, type InternalRoutes } from './internal-api.ts';
 import { KeyCache } from './dataplane/key-cache.ts';
 import { startDataplane } from './dataplane/server.ts';
 import * as keyRoutes from './routes/keys.ts';
+import * as functionEnvRoutes from './routes/function-env.ts';
 
 /** A running agent. */
 export interface Agent {
@@ -39,6 +41,8 @@ export interface AgentOptions {
 export async function startAgent(settings: Settings, options: AgentOptions = {}): Promise<Agent> {
   const cwd = options.cwd ?? process.cwd();
   const log = options.log ?? ((line: string) => console.error(line));
+  // Validated before anything starts: a bad key ring fails the start naming its setting.
+  const secrets = parseKeyRing(settings);
   const root = resolve(cwd, settings.SVCD_ROOT);
   mkdirSync(root, { recursive: true });
   const engineBin = resolve(cwd, settings.SVCD_ENGINE_BIN);
@@ -55,10 +59,11 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     log,
     now: () => Date.now(),
     keyCache: new KeyCache({ pepper: settings.SVCD_KEY_PEPPER, load: (keyId) => lookupKey(ctx.db, keyId), log }),
+    secrets,
   };
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [keyRoutes];
+  const modules: InternalRoutes[] = [functionEnvRoutes, keyRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,

@@ -1,6 +1,7 @@
 /** What every part of the host agent receives: settings, metadata, identity and its services. */
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
+import type { KeyRing } from '../shared/secrets-crypto.ts';
 import type { PinCheck } from './engine-cli.ts';
 import type { KeyCache } from './dataplane/key-cache.ts';
 
@@ -17,6 +18,8 @@ export interface AgentContext {
   pin: PinCheck;
   log: (line: string) => void;
   now: () => number;
+  /** The function-secrets key ring (SVCD_SECRETS_KEYS / SVCD_SECRETS_KEY), validated at start; null when unset. */
+  secrets: KeyRing | null;
   /** The `/v2` listener's verified project keys; the invalidate route drops revoked ones (host-agent/dataplane/key-cache.ts). */
   keyCache: KeyCache;
 }

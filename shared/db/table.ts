@@ -46,6 +46,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
  * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
  * | receipt   | PRJ#<prj>          | RCPT#<at>#<rcpt>    |                 |                          |
+ * | secret    | PRJ#<prj>          | SECRET#<name>       |                 |                          |
  * | key       | PRJ#<prj>          | KEY#<key_id>        |                 |                          |
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
  *
@@ -59,6 +60,7 @@ export const keys = {
   agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
   agents: 'AGENTS',
   receipt: (projectId: string, at: string, receiptId: string) => ({ pk: `PRJ#${projectId}`, sk: `RCPT#${at}#${receiptId}` }),
+  secret: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `SECRET#${name}` }),
   projectKey: (projectId: string, keyId: string) => ({ pk: `PRJ#${projectId}`, sk: `KEY#${keyId}` }),
   keyLookup: (keyId: string) => ({ pk: `KEY#${keyId}`, sk: 'KEY' }),
 } as const;
