@@ -138,6 +138,8 @@ const TRANSACTION_REFUSAL =
 /** Table and column names accepted by `/v2/search` and `DELETE /v2/tables/{name}`. */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const STATEMENT_CACHE_SIZE = 256;
+/** A statement whose first keyword, after any comments, is VACUUM. */
+const VACUUM = /^(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*vacuum\b/i;
 
 function isMeta(name: string | null): boolean {
   return name !== null && name.toLowerCase() === META_TABLE;
@@ -307,14 +309,18 @@ export class Executor {
     } finally {
       this.capture = null;
     }
-    // Only VACUUM compiles without asking the authorizer anything; it cannot run in a transaction and
-    // VACUUM INTO would write outside the data directory.
-    if (capture.actions === 0) throw new ApiError('sql_error', `${label}this statement (VACUUM) is not supported`);
+    // VACUUM compiles without asking the authorizer anything, so it is recognised by its keyword: it
+    // cannot run inside the engine's transaction, and VACUUM INTO would write outside the data
+    // directory (the serving connection's ATTACH limit of 0 stops that too). Any other statement the
+    // authorizer never saw (REINDEX with no index) is treated as a write.
+    if (capture.actions === 0 && VACUUM.test(sql)) {
+      throw new ApiError('sql_error', `${label}VACUUM is not supported: the engine owns the database file`);
+    }
     stmt.setReadBigInts(true);
     stmt.setReturnArrays(true);
     const prepared: Prepared = {
       stmt,
-      readOnly: !capture.write,
+      readOnly: capture.actions > 0 && !capture.write,
       returnsRows: stmt.columns().length > 0,
       dml: capture.dml && !capture.ddl,
       insert: capture.insert && capture.dml && !capture.ddl,

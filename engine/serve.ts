@@ -45,19 +45,19 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 
 /** Runs the engine until a stop signal; resolves with the exit code (0 after a clean stop). */
 export async function serveCommand(options: ServeOptions): Promise<number> {
-  let stopSignal: NodeJS.Signals | null = null;
-  let onStop: (() => void) | null = null;
-  let forceDrain: (() => void) | null = null;
+  // The first signal asks for a clean stop; a second one stops waiting for in-flight requests.
+  const stop: { signal: NodeJS.Signals | null; requested: () => void; force: () => void } = {
+    signal: null,
+    requested: () => {},
+    force: () => {},
+  };
   const stopRequested = new Promise<void>((resolveStop) => {
-    onStop = resolveStop;
+    stop.requested = resolveStop;
   });
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopSignal === null) {
-      stopSignal = signal;
-      (onStop as (() => void) | null)?.();
-    } else {
-      (forceDrain as (() => void) | null)?.();
-    }
+    if (stop.signal !== null) return stop.force();
+    stop.signal = signal;
+    stop.requested();
   };
   // Installed before anything else, so a SIGTERM during start-up still ends in a clean stop.
   process.on('SIGTERM', onSignal);
@@ -88,7 +88,7 @@ export async function serveCommand(options: ServeOptions): Promise<number> {
     throw err;
   }
 
-  if (stopSignal === null) {
+  if (stop.signal === null) {
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     const ready = { ready: true, listen: `${host}:${port}`, pid: process.pid, data_dir: paths.dir };
     writeSync(1, `${JSON.stringify(ready)}\n`);
@@ -96,10 +96,10 @@ export async function serveCommand(options: ServeOptions): Promise<number> {
 
   await stopRequested;
   const server = http.server;
-  forceDrain = () => server.closeAllConnections();
+  stop.force = () => server.closeAllConnections();
   await http.shutdown();
   executor.close();
   lock.release();
-  logError(`stopped on ${String(stopSignal)}; database checkpointed, lock released`);
+  logError(`stopped on ${String(stop.signal)}; database checkpointed, lock released`);
   return 0;
 }

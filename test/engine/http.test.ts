@@ -214,6 +214,7 @@ describe('POST /v2/sql', () => {
     ['SAVEPOINT', { sql: 'SAVEPOINT s' }, /explicit transactions/],
     ['ATTACH', { sql: "ATTACH '/tmp/x.db' AS x" }, /ATTACH/],
     ['VACUUM INTO', { sql: "VACUUM INTO '/tmp/x.db'" }, /VACUUM/],
+    ['VACUUM', { sql: '/* c */ vacuum' }, /VACUUM/],
     ['a pragma that changes a setting', { sql: 'PRAGMA journal_mode = DELETE' }, /PRAGMA journal_mode/],
     ['a temporary table', { sql: 'CREATE TEMP TABLE tt (x)' }, /temporary/],
     ['a write to the engine table', { sql: 'UPDATE _svc_meta SET visible_csn = 0' }, /_svc_meta/],
