@@ -7,7 +7,6 @@
  * Beyond the contract, as users expect: list (`GET …/functions/secrets`), read one secret's metadata,
  * and delete (receipted `secret.delete`).
  */
-import type { RouterType } from 'itty-router';
 import { z } from 'zod';
 import { deleteSecret, getSecret, listSecrets, putSecret, RESERVED_ENV_NAMES, SECRET_NAME_PATTERN } from '../shared/db/secrets.ts';
 import { ServiceError, errors } from '../shared/errors.ts';
@@ -15,7 +14,7 @@ import { pageQuerySchema } from '../shared/schemas.ts';
 import { parseKeyRing, sealSecret } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject } from './auth.ts';
-import type { Ctx } from './context.ts';
+import type { Routes } from './context.ts';
 import { json, pathParam, queryOf, readJson } from './http.ts';
 
 /** Longest value, in characters (Unicode code points), per the contract's "Limits". */
@@ -50,17 +49,12 @@ export const putSecretRequestSchema = z.strictObject({ value: secretValueSchema 
 
 const SECRETS_PATH = '/v0/projects/:id/functions/secrets';
 
-/** itty-router's path parameters (still percent-encoded; pathParam decodes them). */
-function paramsOf(request: Request): Record<string, string | undefined> {
-  return (request as Request & { params: Record<string, string | undefined> }).params;
-}
-
 /** Registers the function-secret routes. */
-export function register(router: RouterType<Request, [Ctx]>): void {
+export function register(router: Routes): void {
   router.put(`${SECRETS_PATH}/:name`, async (request, ctx) => {
     const { settings, db, now } = ctx.deps;
-    const { accountId, project } = await requireOwnedProject(request as never, ctx);
-    const name = pathParam(paramsOf(request).name, 'name', secretNameSchema);
+    const { accountId, project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.name, 'name', secretNameSchema);
     const body = await readJson(request, putSecretRequestSchema, settings.SVCD_JSON_MAX_BYTES);
     const ring = parseKeyRing(settings);
     if (!ring) throw new ServiceError('not_implemented', 'function secrets are not configured on this deployment (SVCD_SECRETS_KEYS)');
@@ -72,23 +66,23 @@ export function register(router: RouterType<Request, [Ctx]>): void {
 
   router.get(SECRETS_PATH, async (request, ctx) => {
     const { settings, db } = ctx.deps;
-    const { project } = await requireOwnedProject(request as never, ctx);
+    const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
     const page = await listSecrets(db, project.id, query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
     return json({ secrets: page.items, next_cursor: page.nextCursor });
   });
 
   router.get(`${SECRETS_PATH}/:name`, async (request, ctx) => {
-    const { project } = await requireOwnedProject(request as never, ctx);
-    const name = pathParam(paramsOf(request).name, 'name', secretNameSchema);
+    const { project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.name, 'name', secretNameSchema);
     const secret = await getSecret(ctx.deps.db, project.id, name);
     if (!secret) throw errors.notFound(`secret ${name} not found`);
     return json(secret);
   });
 
   router.delete(`${SECRETS_PATH}/:name`, async (request, ctx) => {
-    const { accountId, project } = await requireOwnedProject(request as never, ctx);
-    const name = pathParam(paramsOf(request).name, 'name', secretNameSchema);
+    const { accountId, project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.name, 'name', secretNameSchema);
     const change = { project: project.id, name, actor: accountId, requestId: ctx.requestId, at: nowIso(ctx.deps.now()) };
     return json(await deleteSecret(ctx.deps.db, change));
   });
