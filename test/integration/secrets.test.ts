@@ -9,10 +9,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp } from '../../handlers/index.ts';
 import { startAgent } from '../../host-agent/agent.ts';
+import { functionEnvironment } from '../../host-agent/routes/function-env.ts';
 import { issueInternalToken } from '../../shared/auth.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { loadSealedSecrets, putSecret } from '../../shared/db/secrets.ts';
-import { openSecret, parseKeyRing, SecretDecryptError } from '../../shared/secrets-crypto.ts';
+import { openSecret, parseKeyRing, sealSecret, SecretDecryptError } from '../../shared/secrets-crypto.ts';
 import { REPO } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -374,7 +375,6 @@ describe('function environment (host agent)', () => {
     const p = await newProject();
     // Bypass the handler's check, as a row written by an older version could.
     const ring = parseKeyRing(loadSettings(svc.env))!;
-    const { sealSecret } = await import('../../shared/secrets-crypto.ts');
     const change = { actor: accountId, requestId: 'req_test', at: new Date().toISOString(), project: p };
     await putSecret(svc.db, { ...change, name: 'PROJECT_ID' }, await sealSecret(ring, p, 'PROJECT_ID', 'prj_shadowed'));
     await putSecret(svc.db, { ...change, name: 'AAA' }, await sealSecret(ring, p, 'AAA', '1'));
@@ -385,6 +385,26 @@ describe('function environment (host agent)', () => {
       ['FUNCTION_NAME', 'fn'],
       ['CLOUD_ORIGIN', ORIGIN],
     ]);
+  });
+
+  it('keeps reading secrets sealed with an older master key after the ring is rotated, and refuses once the key is gone', async () => {
+    const p = await newProject();
+    await put(p, 'OLD_KEY_SECRET', { value: 'sealed-with-k1' });
+    const k1 = svc.env.SVCD_SECRETS_KEYS!;
+    const rotated = parseKeyRing({ SVCD_SECRETS_KEYS: `k2:${randomBytes(32).toString('base64')},${k1}`, SVCD_SECRETS_KEY: undefined });
+    const target = { projectId: p, functionName: 'f', cloudOrigin: ORIGIN };
+    expect((await functionEnvironment({ ...svc.agent.ctx, secrets: rotated }, target)).OLD_KEY_SECRET).toBe('sealed-with-k1');
+    const withoutK1 = parseKeyRing({ SVCD_SECRETS_KEYS: `k2:${randomBytes(32).toString('base64')}`, SVCD_SECRETS_KEY: undefined });
+    await expect(functionEnvironment({ ...svc.agent.ctx, secrets: withoutK1 }, target)).rejects.toThrow(/key id "k1", which is not in the key ring/);
+  });
+
+  it('refuses to build an environment without a key ring when the project has secrets', async () => {
+    const p = await newProject();
+    const target = { projectId: p, functionName: 'f', cloudOrigin: ORIGIN };
+    const keyless = { ...svc.agent.ctx, secrets: null };
+    expect(Object.keys(await functionEnvironment(keyless, target))).toEqual(['PROJECT_ID', 'FUNCTION_NAME', 'CLOUD_ORIGIN']);
+    await put(p, 'NEEDS_KEY', { value: 'x' });
+    await expect(functionEnvironment(keyless, target)).rejects.toThrow(/no SVCD_SECRETS_KEYS/);
   });
 
   it('refuses a call without a valid internal token before any work', async () => {
