@@ -10,6 +10,7 @@ import * as accounts from './accounts.ts';
 import type { Deps, Routes } from './context.ts';
 import * as health from './health.ts';
 import * as keys from './keys.ts';
+import * as lifecycle from './lifecycle.ts';
 import * as projects from './projects.ts';
 import * as receipts from './receipts.ts';
 import * as realtime from './realtime.ts';
@@ -24,6 +25,7 @@ const modules: { register(router: Routes): void }[] = [
   realtime,
   secrets,
   keys,
+  lifecycle,
 ];
 
 /** The application: one `fetch` that never throws. */

@@ -7,6 +7,7 @@ import { createProjectRequestSchema, pageQuerySchema } from '../shared/schemas.t
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Routes } from './context.ts';
+import { reconciledProject } from './lifecycle.ts';
 import { json, queryOf, readJson } from './http.ts';
 
 /** Registers the project routes. */
@@ -41,6 +42,7 @@ export function register(router: Routes): void {
 
   router.get('/v0/projects/:id', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
-    return json(projectView(project));
+    // The recorded state is reconciled with the live process by the project's agent (issue #4 rule 3).
+    return json(await reconciledProject(ctx, project));
   });
 }

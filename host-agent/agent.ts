@@ -19,6 +19,8 @@ import { KeyCache } from './dataplane/key-cache.ts';
 import { startDataplane } from './dataplane/server.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
+import * as lifecycleRoutes from './routes/lifecycle.ts';
+import { Tenants } from './tenants/supervisor.ts';
 
 /** A running agent. */
 export interface Agent {
@@ -60,10 +62,14 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     now: () => Date.now(),
     keyCache: new KeyCache({ pepper: settings.SVCD_KEY_PEPPER, load: (keyId) => lookupKey(ctx.db, keyId), log }),
     secrets,
+    tenants: undefined as unknown as Tenants,
   };
+  // The supervisor needs the finished context; it repairs, adopts and reconciles before any listener opens.
+  ctx.tenants = new Tenants(ctx);
+  await ctx.tenants.start();
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [functionEnvRoutes, keyRoutes];
+  const modules: InternalRoutes[] = [functionEnvRoutes, keyRoutes, lifecycleRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -77,7 +83,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_DATAPLANE_PORT,
     maxBytes: settings.SVCD_DATAPLANE_MAX_BYTES,
-    endpoints: { liveEndpoint: () => null },
+    endpoints: ctx.tenants,
     keys: ctx.keyCache,
     log,
   }).catch(async (err: unknown) => {
@@ -115,6 +121,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
       stopping ??= (async () => {
         clearInterval(heartbeat);
         await Promise.all(servers.map((s) => s.close()));
+        // Then every engine, gracefully, each under the stop timeout; their states recorded `sleeping`.
+        await ctx.tenants.stopAll();
       })();
       return stopping;
     },

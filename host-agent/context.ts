@@ -4,6 +4,7 @@ import type { Db } from '../shared/db/client.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
 import type { PinCheck } from './engine-cli.ts';
 import type { KeyCache } from './dataplane/key-cache.ts';
+import type { Tenants } from './tenants/supervisor.ts';
 
 /** The agent's shared state, built once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -22,4 +23,6 @@ export interface AgentContext {
   secrets: KeyRing | null;
   /** The `/v2` listener's verified project keys; the invalidate route drops revoked ones (host-agent/dataplane/key-cache.ts). */
   keyCache: KeyCache;
+  /** The tenants supervisor: engine processes, lifecycle, snapshots, restore (host-agent/tenants/). */
+  tenants: Tenants;
 }

@@ -128,16 +128,20 @@ export async function setProjectState(
   expected: ProjectState,
   next: ProjectState,
   at: string,
+  options: { agentId?: string } = {},
 ): Promise<ProjectRecord | null> {
+  // `agentId`: the writer is the agent hosting the tenant (DESIGN §3 Lifecycle); any other agent's
+  // write is refused the same way as a stale expected state.
+  const byAgent = options.agentId !== undefined;
   try {
     const out = await db.doc.send(
       new UpdateCommand({
         TableName: db.table,
         Key: keys.project(projectId),
         UpdateExpression: 'SET #state = :next, updated_at = :at',
-        ConditionExpression: 'attribute_exists(pk) AND #state = :expected',
+        ConditionExpression: `attribute_exists(pk) AND #state = :expected${byAgent ? ' AND agent_id = :agent' : ''}`,
         ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':next': next, ':expected': expected, ':at': at },
+        ExpressionAttributeValues: { ':next': next, ':expected': expected, ':at': at, ...(byAgent ? { ':agent': options.agentId } : {}) },
         ReturnValues: 'ALL_NEW',
       }),
     );

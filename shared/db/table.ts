@@ -46,6 +46,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
  * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
  * | receipt   | PRJ#<prj>          | RCPT#<at>#<rcpt>    |                 |                          |
+ * | snapshot  | PRJ#<prj>          | SNAP#<snap>         |                 |                          |
  * | secret    | PRJ#<prj>          | SECRET#<name>       |                 |                          |
  * | key       | PRJ#<prj>          | KEY#<key_id>        |                 |                          |
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
@@ -60,6 +61,8 @@ export const keys = {
   agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
   agents: 'AGENTS',
   receipt: (projectId: string, at: string, receiptId: string) => ({ pk: `PRJ#${projectId}`, sk: `RCPT#${at}#${receiptId}` }),
+  /** Snapshot ids are time-ordered (shared/db/snapshots.ts), so this sort key lists by creation. */
+  snapshot: (projectId: string, snapshotId: string) => ({ pk: `PRJ#${projectId}`, sk: `SNAP#${snapshotId}` }),
   secret: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `SECRET#${name}` }),
   projectKey: (projectId: string, keyId: string) => ({ pk: `PRJ#${projectId}`, sk: `KEY#${keyId}` }),
   keyLookup: (keyId: string) => ({ pk: `KEY#${keyId}`, sk: 'KEY' }),

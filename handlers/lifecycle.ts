@@ -1,0 +1,84 @@
+/**
+ * Routes: the tenant lifecycle (contract "States and transitions"; POST wakeup, POST sleep, GET head,
+ * POST snapshots, POST restore) plus the snapshot reads users expect (`GET …/snapshots`, newest first
+ * and paginated; `GET …/snapshots/{snapshot_id}`). The handler authenticates and checks ownership; the
+ * project's host agent does the work and records the state (docs/lifecycle.md). Wakeup and sleep take
+ * no body; one sent anyway is ignored.
+ */
+import { getSnapshot, listSnapshots } from '../shared/db/snapshots.ts';
+import { projectView, type ProjectRecord } from '../shared/db/projects.ts';
+import { errors } from '../shared/errors.ts';
+import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema, type RecordedState, type TenantStateAnswer } from '../shared/lifecycle.ts';
+import type { Project } from '../shared/schemas.ts';
+import { pageQuerySchema } from '../shared/schemas.ts';
+import { requireOwnedProject } from './auth.ts';
+import type { Ctx, Routes } from './context.ts';
+import { json, pathParam, queryOf, readJson } from './http.ts';
+import { agentFor } from './placement.ts';
+
+function recordedOf(project: ProjectRecord): RecordedState {
+  return { state: project.state, updated_at: project.updated_at };
+}
+
+/** Calls the project's agent on one of its internal lifecycle routes. */
+async function callAgent<T>(ctx: Ctx, project: ProjectRecord, op: string, body: Record<string, unknown> = {}): Promise<T> {
+  const agent = await agentFor(ctx, project);
+  return ctx.deps.agents.json<T>(agent, 'POST', `/internal/v1/projects/${project.id}/${op}`, {
+    body: { recorded: recordedOf(project), ...body },
+    requestId: ctx.requestId,
+  });
+}
+
+/** The project with its recorded state reconciled against the live process (contract "GET project"). */
+export async function reconciledProject(ctx: Ctx, project: ProjectRecord): Promise<Project> {
+  const state = await callAgent<TenantStateAnswer>(ctx, project, 'reconcile');
+  return projectView({ ...project, state: state.state, updated_at: state.updated_at });
+}
+
+/** Registers the lifecycle routes. */
+export function register(router: Routes): void {
+  router.post('/v0/projects/:id/wakeup', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const state = await callAgent<TenantStateAnswer>(ctx, project, 'wakeup');
+    return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
+  });
+
+  router.post('/v0/projects/:id/sleep', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const state = await callAgent<TenantStateAnswer>(ctx, project, 'sleep');
+    return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
+  });
+
+  router.get('/v0/projects/:id/head', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    return json(await callAgent<Record<string, unknown>>(ctx, project, 'head'));
+  });
+
+  router.post('/v0/projects/:id/snapshots', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const body = await readJson(request, createSnapshotRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES, { optional: true });
+    const snapshot = await callAgent<Record<string, unknown>>(ctx, project, 'snapshots', { label: body.label ?? null });
+    return json(snapshot, 201);
+  });
+
+  router.get('/v0/projects/:id/snapshots', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const query = queryOf(new URL(request.url), pageQuerySchema);
+    const page = await listSnapshots(ctx.deps.db, project.id, query.limit ?? ctx.deps.settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
+    return json({ snapshots: page.items, next_cursor: page.nextCursor });
+  });
+
+  router.get('/v0/projects/:id/snapshots/:snapshot_id', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const snapshotId = pathParam(request.params.snapshot_id, 'snapshot_id', snapshotIdSchema);
+    const snapshot = await getSnapshot(ctx.deps.db, project.id, snapshotId);
+    if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
+    return json(snapshot);
+  });
+
+  router.post('/v0/projects/:id/restore', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const body = await readJson(request, restoreRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
+    return json(await callAgent<Record<string, unknown>>(ctx, project, 'restore', { snapshot_id: body.snapshot_id }));
+  });
+}

@@ -1,0 +1,319 @@
+/**
+ * Engine processes as the supervisor sees them (STYLE "Processes and streams"): spawned with an argv
+ * array, never a shell; ready only after a validated ready line AND an answered `GET /v2/capabilities`;
+ * the exit promise captured at spawn; stop = SIGTERM, a timer, SIGKILL, awaited. An engine found
+ * running at agent start (pid record under `run/`) is "adopted": it is not our child, so its exit is
+ * noticed by polling, and its identity is pinned by the kernel's start time of that pid so a reused pid
+ * is never mistaken for it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { readFileSync } from 'node:fs';
+
+/** A process the supervisor can signal and wait for, whether its child or adopted. */
+export interface EngineProcess {
+  pid: number;
+  /** Kernel start time of the pid (Linux `/proc/<pid>/stat` field 22), or null where unknown. */
+  startTime: string | null;
+  /** Resolves once the process has exited (never rejects). */
+  exited: Promise<void>;
+  /** True until the exit was observed. */
+  alive(): boolean;
+  /** Sends a signal to exactly this process; false when it is already gone. */
+  signal(sig: NodeJS.Signals): boolean;
+  /** Releases timers and pipes held for this process. */
+  dispose(): void;
+}
+
+/** The kernel's start time of `pid`, or null (no /proc, or no such process). */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After "pid (comm) ", fields[0] is the state (field 3) and fields[19] the start time (field 22).
+    if (fields[0] === 'Z' || fields[0] === 'X') return null;
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The command line of `pid` (Linux), or null. */
+export function processCommandLine(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return null;
+  }
+}
+
+/** True when `pid` is alive and, where the start time is known, still the same process. */
+export function isSameProcessAlive(pid: number, startTime: string | null): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  // No /proc entry at all (other platforms): trust kill(0). A different start time: pid reused.
+  if (now === null) return existsProc() ? false : true;
+  return now === startTime;
+}
+
+let procChecked: boolean | undefined;
+function existsProc(): boolean {
+  procChecked ??= processStartTime(process.pid) !== null;
+  return procChecked;
+}
+
+/** The ready line `serve` prints (DESIGN §6): `{"ready":true,"listen":"127.0.0.1:<port>","pid":N,"data_dir":D}`. */
+export interface ReadyLine {
+  ready: true;
+  listen: string;
+  pid: number;
+  data_dir: string;
+}
+
+/** A freshly spawned `serve`. */
+export interface SpawnedServe {
+  process: EngineProcess;
+  child: ChildProcess;
+  /** Resolves with the ready line, or rejects with why it never came (exit, bad line). */
+  ready: Promise<ReadyLine>;
+  /** The engine's output before its ready line (its JSON error when it failed to start). */
+  earlyOutput(): string;
+  /** Exit code or signal once exited. */
+  exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | null;
+}
+
+/**
+ * Spawns `bin serve --data-dir D --listen host:port` in its own process group (so a terminal's Ctrl-C
+ * reaches only the agent, which stops engines in order, and engines outlive a killed agent to be
+ * adopted). stdout is a pipe only for the ready line; after it, stdout goes to `onOutput`. stderr is
+ * the log file descriptor itself (logs.ts explains why).
+ */
+export function spawnServe(options: {
+  bin: string;
+  dataDir: string;
+  host: string;
+  port: number;
+  env: NodeJS.ProcessEnv;
+  stderrFd: number;
+  onOutput: (text: string) => void;
+}): SpawnedServe {
+  const child = spawn(options.bin, ['serve', '--data-dir', options.dataDir, '--listen', `${options.host}:${options.port}`], {
+    detached: true,
+    stdio: ['ignore', 'pipe', options.stderrFd],
+    env: options.env,
+  });
+  let status: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  let spawnError: Error | null = null;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      status = { code, signal };
+      resolve();
+    });
+    child.once('error', (err) => {
+      spawnError = err;
+      if (child.pid === undefined) {
+        status = { code: null, signal: null };
+        resolve();
+      }
+    });
+  });
+  const startTime = child.pid !== undefined ? processStartTime(child.pid) : null;
+
+  let buffer = '';
+  let readyDone = false;
+  const stdout = child.stdout!;
+  stdout.setEncoding('utf8');
+  const ready = new Promise<ReadyLine>((resolve, reject) => {
+    const onData = (chunk: string) => {
+      if (readyDone) {
+        options.onOutput(chunk);
+        return;
+      }
+      buffer += chunk;
+      if (buffer.length > 64 * 1024) buffer = buffer.slice(-64 * 1024);
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      readyDone = true;
+      const line = buffer.slice(0, nl);
+      const rest = buffer.slice(nl + 1);
+      if (rest) options.onOutput(rest);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        options.onOutput(`${line}\n`);
+        reject(new Error('the engine printed something other than its ready line'));
+        return;
+      }
+      const r = parsed as Partial<ReadyLine> | null;
+      if (r && r.ready === true && typeof r.listen === 'string' && typeof r.pid === 'number') {
+        resolve(r as ReadyLine);
+      } else {
+        options.onOutput(`${line}\n`);
+        reject(new Error('the engine printed something other than its ready line'));
+      }
+    };
+    stdout.on('data', onData);
+    void exited.then(() => {
+      if (readyDone) return;
+      readyDone = true;
+      if (buffer) options.onOutput(buffer.endsWith('\n') ? buffer : `${buffer}\n`);
+      reject(
+        spawnError
+          ? new Error(`the engine could not be started (${(spawnError as NodeJS.ErrnoException).code ?? spawnError.message})`)
+          : new Error(`the engine exited before it was ready (${formatStatus(status)})`),
+      );
+    });
+  });
+  ready.catch(() => {});
+
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  const proc: EngineProcess = {
+    pid: child.pid ?? -1,
+    startTime,
+    exited,
+    alive: () => !gone,
+    signal(sig) {
+      if (gone || child.pid === undefined) return false;
+      try {
+        return child.kill(sig);
+      } catch {
+        return false;
+      }
+    },
+    dispose() {
+      stdout.removeAllListeners('data');
+      stdout.destroy();
+    },
+  };
+  return { process: proc, child, ready, earlyOutput: () => buffer, exitStatus: () => status };
+}
+
+function formatStatus(status: { code: number | null; signal: NodeJS.Signals | null } | null): string {
+  if (!status) return 'unknown status';
+  return status.signal ? `signal ${status.signal}` : `exit code ${status.code}`;
+}
+
+/**
+ * An engine left running by a previous agent. Its exit is noticed by polling the pid (with its start
+ * time, so pid reuse cannot fool it) every `pollMs`.
+ */
+export function adoptProcess(pid: number, startTime: string | null, pollMs = 100): EngineProcess {
+  let gone = !isSameProcessAlive(pid, startTime);
+  let resolveExit!: () => void;
+  const exited = new Promise<void>((r) => {
+    resolveExit = r;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const check = () => {
+    if (!gone && isSameProcessAlive(pid, startTime)) return;
+    gone = true;
+    if (timer) clearInterval(timer);
+    resolveExit();
+  };
+  if (gone) resolveExit();
+  else {
+    timer = setInterval(check, pollMs);
+    timer.unref();
+  }
+  return {
+    pid,
+    startTime,
+    exited,
+    alive: () => {
+      check();
+      return !gone;
+    },
+    signal(sig) {
+      if (!isSameProcessAlive(pid, startTime)) {
+        check();
+        return false;
+      }
+      try {
+        process.kill(pid, sig);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    dispose() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+/**
+ * Stops a process: SIGTERM, then SIGKILL after `graceMs`, then waits (bounded) for the exit.
+ * Answers how it ended: `graceful`, `killed`, or `lingering` (still not gone after SIGKILL).
+ */
+export async function stopProcess(proc: EngineProcess, graceMs: number, killWaitMs = 5000): Promise<'graceful' | 'killed' | 'lingering'> {
+  if (!proc.alive()) return 'graceful';
+  proc.signal('SIGTERM');
+  if (await within(proc.exited, graceMs)) return 'graceful';
+  proc.signal('SIGKILL');
+  return (await within(proc.exited, killWaitMs)) ? 'killed' : 'lingering';
+}
+
+/** True when `promise` settles within `ms`. */
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const, () => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The engine's answer to the capabilities probe. */
+export interface ProbeAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * `GET /v2/capabilities` with `X-Svc-Protocol-Minor: 3` on the loopback listener (DESIGN §6), on a
+ * fresh connection, bounded by `timeoutMs`. Rejects on any transport failure or timeout.
+ */
+export function probeCapabilities(host: string, port: number, timeoutMs: number): Promise<ProbeAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host,
+        port,
+        method: 'GET',
+        path: '/v2/capabilities',
+        headers: { 'x-svc-protocol-minor': '3', connection: 'close' },
+        agent: false,
+        signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > 1 << 20) {
+            req.destroy(new Error('capabilities answer too large'));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * Repository: snapshots (contract "Snapshot"). A snapshot lives in its project's partition under
+ * `SNAP#<snapshot_id>`. Snapshot ids are time-ordered (below), so one GetItem answers "this
+ * snapshot" and one backwards Query answers "newest first" without a second index.
+ */
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { errors } from '../errors.ts';
+import { randomHex } from '../ids.ts';
+import type { Db } from './client.ts';
+import { isConditionFailure } from './client.ts';
+import type { Page } from './pagination.ts';
+import { decodeCursor, encodeCursor } from './pagination.ts';
+import { keys } from './table.ts';
+
+/** The engine's status snapshot, as copied into a snapshot (contract "Snapshot" `lineage`). */
+export interface SnapshotLineage {
+  catalog_version: number;
+  directory_lineage: string;
+  logical_time_micros: number;
+  root_digest: string;
+  visible_csn: number;
+}
+
+/** The engine's backup output, as copied into a snapshot (contract "Snapshot" `backup`). */
+export interface SnapshotBackup {
+  backup_path: string;
+  checkpoint_digest: string;
+  file_count: number;
+  total_bytes: number;
+  status: 'created' | 'verified';
+  visible_csn: number;
+}
+
+/** A snapshot exactly as the contract's Snapshot table describes it. */
+export interface Snapshot {
+  id: string;
+  project: string;
+  label: string | null;
+  created_at: string;
+  engine_version: string;
+  source_data_dir: string;
+  backup_dir: string;
+  lineage: SnapshotLineage;
+  backup: SnapshotBackup;
+}
+
+/**
+ * A fresh snapshot id `snap_` + 16 hex: 12 hex of the creation time in milliseconds, then 4 random
+ * hex. The contract fixes only the pattern; time order makes the sort key sort by creation. Ids
+ * need be unique only within a project, where the agent serialises snapshot creation, and the
+ * conditional put refuses the (vanishing) collision anyway.
+ */
+export function newSnapshotId(now: number): string {
+  return `snap_${Math.max(0, Math.floor(now)).toString(16).padStart(12, '0').slice(-12)}${randomHex(2)}`;
+}
+
+function toSnapshot(item: Record<string, any>): Snapshot {
+  return {
+    id: item.id,
+    project: item.project,
+    label: item.label ?? null,
+    created_at: item.created_at,
+    engine_version: item.engine_version,
+    source_data_dir: item.source_data_dir,
+    backup_dir: item.backup_dir,
+    lineage: item.lineage,
+    backup: item.backup,
+  };
+}
+
+/** Stores a new snapshot; refuses to overwrite one. */
+export async function putSnapshot(db: Db, snapshot: Snapshot): Promise<void> {
+  try {
+    await db.doc.send(
+      new PutCommand({
+        TableName: db.table,
+        Item: { ...keys.snapshot(snapshot.project, snapshot.id), type: 'snapshot', ...snapshot },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw errors.conflict('snapshot id collision, retry');
+    throw err;
+  }
+}
+
+/** Reads one snapshot of a project, or null. */
+export async function getSnapshot(db: Db, projectId: string, snapshotId: string): Promise<Snapshot | null> {
+  const out = await db.doc.send(
+    new GetCommand({ TableName: db.table, Key: keys.snapshot(projectId, snapshotId), ConsistentRead: true }),
+  );
+  return out.Item ? toSnapshot(out.Item) : null;
+}
+
+/** Lists a project's snapshots, newest first. */
+export async function listSnapshots(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<Snapshot>> {
+  const pk = keys.project(projectId).pk;
+  const out = await db.doc.send(
+    new QueryCommand({
+      TableName: db.table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SNAP#' },
+      ScanIndexForward: false,
+      ConsistentRead: true,
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
+    }),
+  );
+  return { items: (out.Items ?? []).map(toSnapshot), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+}
+
+/** The id of the project's newest snapshot, or null. */
+export async function latestSnapshotId(db: Db, projectId: string): Promise<string | null> {
+  const page = await listSnapshots(db, projectId, 1);
+  return page.items[0]?.id ?? null;
+}
