@@ -30,6 +30,8 @@ export interface EngineHttp {
 export const MAX_SEARCH_LIMIT = 100;
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const MAX_BATCH_STATEMENTS = 1000;
+const DISCARD_MAX_BYTES = 16 * 1024 * 1024;
+const DISCARD_MAX_MS = 5000;
 const FEATURES = ['sql', 'search', 'tables.delete'];
 const PROTOCOL_MINOR_HEADER = String(PROTOCOL_MINOR);
 
@@ -110,6 +112,26 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       reject(new ApiError('bad_request', 'request body ended early'));
     });
   });
+}
+
+/**
+ * After an early 413, reads and throws away what the client is still sending, so it gets to read the
+ * answer instead of a reset connection, and the connection stays usable. Bounded: past
+ * DISCARD_MAX_BYTES or DISCARD_MAX_MS the connection is destroyed instead. Nothing is kept.
+ */
+function discardRest(req: IncomingMessage): void {
+  if (req.complete) return;
+  let seen = 0;
+  const timer = setTimeout(() => req.socket.destroy(), DISCARD_MAX_MS);
+  timer.unref();
+  const stop = () => clearTimeout(timer);
+  req.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > DISCARD_MAX_BYTES) req.socket.destroy();
+  });
+  req.once('end', stop);
+  req.once('close', stop);
+  req.resume();
 }
 
 function parseObject(body: Buffer): Record<string, unknown> {
@@ -220,7 +242,6 @@ export function createEngineHttp(executor: Executor, options: HttpOptions): Engi
     const lateArrival = shuttingDown;
     let status = 200;
     let json: string;
-    let close = false;
     try {
       checkProtocolMinor(req.headers['x-svc-protocol-minor']);
       if (lateArrival) throw new ApiError('shutting_down', 'the engine is stopping');
@@ -231,15 +252,14 @@ export function createEngineHttp(executor: Executor, options: HttpOptions): Engi
       if (err instanceof ApiError) {
         status = err.status;
         json = errorJson(err.code, err.message);
-        // After an early 413 the rest of the body is not read: close instead of draining it.
-        if (err.code === 'payload_too_large') close = true;
+        if (err.code === 'payload_too_large') discardRest(req);
       } else {
         options.logError(`${id} ${req.method} ${req.url}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
         status = 500;
         json = errorJson('internal', `internal error (request ${id})`);
       }
     }
-    send(res, status, id, json, close || shuttingDown);
+    send(res, status, id, json, shuttingDown);
   }
 
   const server = createServer({ noDelay: true, keepAlive: true, requestTimeout: 60_000, headersTimeout: 30_000 }, (req, res) => {
