@@ -6,12 +6,15 @@ import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
+import type { KeyRing } from '../shared/secrets-crypto.ts';
 
 /** Dependencies of the handlers. */
 export interface Deps {
   settings: Settings;
   db: Db;
   agents: AgentClient;
+  /** Function-secrets key ring (null: secrets are not configured on this deployment). */
+  secrets: KeyRing | null;
   /** Server-side log; never receives secrets. */
   log: (line: string) => void;
   now: () => number;

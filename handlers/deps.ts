@@ -2,6 +2,7 @@
 import { createAgentClient } from '../shared/agent-client.ts';
 import { loadSettings } from '../shared/config.ts';
 import { createDb } from '../shared/db/client.ts';
+import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import type { Deps } from './context.ts';
 
 /** Validates settings and opens the clients. Throws ConfigError naming a bad setting. */
@@ -11,6 +12,8 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     settings,
     db: createDb(settings),
     agents: createAgentClient(settings.SVCD_INTERNAL_SECRET),
+    // Parsed here so a bad key ring fails the start, not the first secret PUT.
+    secrets: parseKeyRing(settings),
     log,
     now: () => Date.now(),
   };

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { deleteSecret, getSecret, listSecrets, putSecret, RESERVED_ENV_NAMES, SECRET_NAME_PATTERN } from '../shared/db/secrets.ts';
 import { ServiceError, errors } from '../shared/errors.ts';
 import { pageQuerySchema } from '../shared/schemas.ts';
-import { parseKeyRing, sealSecret } from '../shared/secrets-crypto.ts';
+import { sealSecret } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Routes } from './context.ts';
@@ -56,7 +56,7 @@ export function register(router: Routes): void {
     const { accountId, project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
     const body = await readJson(request, putSecretRequestSchema, settings.SVCD_JSON_MAX_BYTES);
-    const ring = parseKeyRing(settings);
+    const ring = ctx.deps.secrets;
     if (!ring) throw new ServiceError('not_implemented', 'function secrets are not configured on this deployment (SVCD_SECRETS_KEYS)');
     const sealed = await sealSecret(ring, project.id, name, body.value);
     const change = { project: project.id, name, actor: accountId, requestId: ctx.requestId, at: nowIso(now()) };
