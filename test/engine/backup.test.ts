@@ -8,6 +8,7 @@ afterAll(cleanup);
 
 /** A stopped data directory holding a few rows and an FTS5 table, with its status. */
 let source: { dataDir: string; status: any };
+let intact: { out: string; json: any };
 
 beforeAll(async () => {
   const { dataDir } = await initDataDir();
@@ -29,6 +30,8 @@ beforeAll(async () => {
   await stopEngine(engine);
   const status = await cli(['status', '--data-dir', dataDir, '--json']);
   source = { dataDir, status: status.json };
+  // One intact backup serves every test that only reads it (restore never writes into B).
+  intact = await backupOf(dataDir);
 });
 
 async function backupOf(dataDir: string): Promise<{ out: string; json: any }> {
@@ -47,7 +50,7 @@ async function flipByteInMiddle(path: string): Promise<void> {
 
 describe('backup', () => {
   it('creates a verified copy whose checkpoint digest is the status root digest', async () => {
-    const { out, json } = await backupOf(source.dataDir);
+    const { out, json } = intact;
     const files = ['data.sqlite', 'meta.json'];
     const sizes = await Promise.all(files.map(async (f) => (await stat(join(out, f))).size));
     expect(json).toEqual({
@@ -66,7 +69,6 @@ describe('backup', () => {
   });
 
   it('leaves the data directory as it was', async () => {
-    await backupOf(source.dataDir);
     const after = await cli(['status', '--data-dir', source.dataDir, '--json']);
     expect(after.json).toEqual(source.status);
   });
@@ -88,7 +90,7 @@ describe('backup', () => {
 
 describe('verify', () => {
   it('accepts an intact backup', async () => {
-    const { out, json } = await backupOf(source.dataDir);
+    const { out, json } = intact;
     const r = await cli(['verify', '--backup', out, '--json']);
     expect(r.code).toBe(0);
     expect(r.json).toMatchObject({ status: 'verified', checkpoint_digest: json.checkpoint_digest, directory_lineage: json.directory_lineage });
@@ -109,7 +111,7 @@ describe('verify', () => {
 
 describe('restore', () => {
   it('round-trips: same data, same lineage, same figures, same digest', async () => {
-    const { out, json: backup } = await backupOf(source.dataDir);
+    const { out, json: backup } = intact;
     const target = join(await tempDir(), 'restored');
     const r = await cli(['restore', '--backup', out, '--target', target, '--json']);
     expect(r.code).toBe(0);
@@ -138,7 +140,7 @@ describe('restore', () => {
   });
 
   it('restores into an existing empty directory', async () => {
-    const { out } = await backupOf(source.dataDir);
+    const { out } = intact;
     const target = await tempDir();
     const r = await cli(['restore', '--backup', out, '--target', target, '--json']);
     expect(r.code).toBe(0);
@@ -146,7 +148,7 @@ describe('restore', () => {
   });
 
   it('refuses a non-empty target with exit 6 and leaves it untouched', async () => {
-    const { out } = await backupOf(source.dataDir);
+    const { out } = intact;
     const target = await tempDir();
     await writeFile(join(target, 'precious'), 'do not touch');
     const r = await cli(['restore', '--backup', out, '--target', target, '--json']);
@@ -157,7 +159,7 @@ describe('restore', () => {
   });
 
   it('refuses a target a live serve holds with exit 3', async () => {
-    const { out } = await backupOf(source.dataDir);
+    const { out } = intact;
     const { dataDir } = await initDataDir();
     const engine = await startEngine(dataDir);
     const r = await cli(['restore', '--backup', out, '--target', dataDir, '--json']);
@@ -216,7 +218,7 @@ describe('a corrupted backup', () => {
 
 describe('restore target layout', () => {
   it('creates missing parent directories of the target', async () => {
-    const { out } = await backupOf(source.dataDir);
+    const { out } = intact;
     const target = join(await tempDir(), 'a', 'b', 'data');
     await mkdir(dirname(dirname(target)), { recursive: true });
     expect((await cli(['restore', '--backup', out, '--target', target, '--json'])).code).toBe(0);

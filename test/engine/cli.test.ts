@@ -103,7 +103,8 @@ describe('status', () => {
   });
 });
 
-describe('arguments', () => {
+// Independent one-shot processes: run them side by side.
+describe.concurrent('arguments', () => {
   it.each([
     [['frobnicate'], 'unknown command'],
     [[], 'no command'],
