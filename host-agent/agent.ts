@@ -19,6 +19,8 @@ import { KeyCache } from './dataplane/key-cache.ts';
 import { startDataplane } from './dataplane/server.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
+import { RealtimeHub } from './realtime/hub.ts';
+import * as realtimeRoutes from './routes/realtime.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import { Tenants } from './tenants/supervisor.ts';
 
@@ -62,20 +64,28 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     now: () => Date.now(),
     keyCache: new KeyCache({ pepper: settings.SVCD_KEY_PEPPER, load: (keyId) => lookupKey(ctx.db, keyId), log }),
     secrets,
+    realtime: new RealtimeHub({
+      maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
+      maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
+      queue: settings.SVCD_REALTIME_QUEUE,
+      heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
+      log,
+    }),
     tenants: undefined as unknown as Tenants,
   };
   // The supervisor needs the finished context; it repairs, adopts and reconciles before any listener opens.
-  ctx.tenants = new Tenants(ctx);
+  ctx.tenants = new Tenants(ctx, { emit: (projectId, event, payload) => ctx.realtime.emitSystem(projectId, event, payload) });
   await ctx.tenants.start();
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [functionEnvRoutes, keyRoutes, lifecycleRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, lifecycleRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
     setting: 'SVCD_AGENT_PORT',
     onError: (err) => log(`agent: internal request failed: ${(err as Error).stack ?? err}`),
   });
+  realtimeRoutes.attachSubscribeStream(internal.server, ctx);
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
   // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
@@ -120,6 +130,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);
+        ctx.realtime.close();
         await Promise.all(servers.map((s) => s.close()));
         // Then every engine, gracefully, each under the stop timeout; their states recorded `sleeping`.
         await ctx.tenants.stopAll();

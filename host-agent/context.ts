@@ -4,6 +4,7 @@ import type { Db } from '../shared/db/client.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
 import type { PinCheck } from './engine-cli.ts';
 import type { KeyCache } from './dataplane/key-cache.ts';
+import type { RealtimeHub } from './realtime/hub.ts';
 import type { Tenants } from './tenants/supervisor.ts';
 
 /** The agent's shared state, built once at start (host-agent/agent.ts). */
@@ -21,6 +22,8 @@ export interface AgentContext {
   now: () => number;
   /** The function-secrets key ring (SVCD_SECRETS_KEYS / SVCD_SECRETS_KEY), validated at start; null when unset. */
   secrets: KeyRing | null;
+  /** The realtime hub: publish, subscribe, and `emitSystem` for lifecycle events (host-agent/realtime/hub.ts). */
+  realtime: RealtimeHub;
   /** The `/v2` listener's verified project keys; the invalidate route drops revoked ones (host-agent/dataplane/key-cache.ts). */
   keyCache: KeyCache;
   /** The tenants supervisor: engine processes, lifecycle, snapshots, restore (host-agent/tenants/). */

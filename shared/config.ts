@@ -69,6 +69,7 @@ export const settingsSchema = z.object({
   SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT: int(1, 1_000_000).default(1000),
   SVCD_REALTIME_MAX_SUBSCRIBERS: int(1, 1_000_000).default(10000),
   SVCD_REALTIME_QUEUE: int(1, 1_000_000).default(1024),
+  SVCD_REALTIME_HEARTBEAT_MS: int(0, 3_600_000).default(15_000),
 });
 
 /** Parsed settings. */

@@ -1,0 +1,320 @@
+/**
+ * The realtime hub of one host agent (DESIGN §3 Realtime; issue #7): an in-memory fanout that assigns
+ * each event its `id` (one sequence per process, starting at 1) and its `ts`, and writes it to the
+ * current subscribers of that project's channel. Nothing is durable: a restart drops every subscriber
+ * and resets the sequence (contract "Events" 2).
+ *
+ * Fanout cost is what matters here: an event is serialised once into one Buffer that every subscriber
+ * of the channel shares, and written straight to each subscriber's socket. A subscriber whose socket
+ * stops draining gets a bounded queue of references to those shared Buffers; past the bound it is cut
+ * off with a final `event: overflow` and forgotten, so it can neither slow the others nor grow memory.
+ */
+import { errors } from '../../shared/errors.ts';
+import { payloadJson, SYSTEM_CHANNEL, type RealtimeEvent, type SystemEvent } from '../../shared/realtime.ts';
+import { nowIso } from '../../shared/time.ts';
+import { commentFrame, eventFrame } from './sse.ts';
+
+/**
+ * Where a subscriber's frames go: a Node `ServerResponse` in production, any writable in tests.
+ * `write` answers false once the destination buffers more than it wants (Node's backpressure signal).
+ */
+export interface FrameSink {
+  write(chunk: Uint8Array): boolean;
+  end(chunk?: Uint8Array): unknown;
+  destroy(): unknown;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+}
+
+/** Limits and timings of a hub. */
+export interface HubOptions {
+  /** SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT */
+  maxPerProject: number;
+  /** SVCD_REALTIME_MAX_SUBSCRIBERS: across every project of this agent. */
+  maxTotal: number;
+  /** SVCD_REALTIME_QUEUE: frames a subscriber may have waiting beyond what its socket accepted. */
+  queue: number;
+  /** SVCD_REALTIME_HEARTBEAT_MS: interval of the `: heartbeat` comment (0 disables). */
+  heartbeatMs: number;
+  /** How long an overflowed subscriber's socket may take to flush its final frame before it is destroyed. */
+  overflowGraceMs?: number;
+  now?: () => number;
+  log?: (line: string) => void;
+}
+
+/** Counters for tests, the benchmark and health output. */
+export interface HubStats {
+  subscribers: number;
+  projects: number;
+  /** Frames waiting in subscriber queues right now. */
+  queued: number;
+  /** The longest any subscriber queue has been since start. */
+  maxQueued: number;
+  /** Subscribers cut off with `overflow` since start. */
+  overflows: number;
+  /** The last event id assigned (0 before the first event). */
+  lastId: number;
+  /** Events published and frames handed to sockets since start. */
+  published: number;
+  deliveries: number;
+}
+
+/** One published event and its wire forms. */
+export interface Published {
+  event: RealtimeEvent;
+  /** The event as delivered, as JSON: the publish answer and the `data:` line share it. */
+  json: string;
+  /** How many subscribers it was handed to. */
+  receivers: number;
+}
+
+const HEARTBEAT = commentFrame('heartbeat');
+
+/** One open event stream. */
+class Subscriber {
+  readonly projectId: string;
+  readonly channels: readonly string[];
+  readonly keyId: string | null;
+  private readonly hub: RealtimeHub;
+  private readonly sink: FrameSink;
+  // The queue is a growable ring over `slots`; `head` is the next frame to write.
+  private slots: Buffer[] = [];
+  private head = 0;
+  private congested = false;
+  closed = false;
+
+  constructor(hub: RealtimeHub, sink: FrameSink, projectId: string, channels: readonly string[], keyId: string | null) {
+    this.hub = hub;
+    this.sink = sink;
+    this.projectId = projectId;
+    this.channels = channels;
+    this.keyId = keyId;
+    sink.once('close', () => this.hub.detach(this));
+  }
+
+  get queued(): number {
+    return this.slots.length - this.head;
+  }
+
+  /** Hands one frame to the socket, or queues it while the socket is not draining. */
+  send(frame: Buffer): void {
+    if (this.closed) return;
+    if (!this.congested) {
+      if (!this.sink.write(frame)) this.wait();
+      return;
+    }
+    if (this.queued >= this.hub.queueLimit) {
+      this.overflow();
+      return;
+    }
+    this.slots.push(frame);
+    this.hub.noteQueued(this.queued);
+  }
+
+  /** A heartbeat only goes to a subscriber whose socket is draining: a queued one has data coming. */
+  heartbeat(): void {
+    if (!this.closed && !this.congested && !this.sink.write(HEARTBEAT)) this.wait();
+  }
+
+  private wait(): void {
+    this.congested = true;
+    this.sink.once('drain', this.onDrain);
+  }
+
+  private readonly onDrain = (): void => {
+    if (this.closed) return;
+    this.congested = false;
+    while (this.head < this.slots.length) {
+      const frame = this.slots[this.head]!;
+      this.slots[this.head++] = undefined as never;
+      if (!this.sink.write(frame)) {
+        this.wait();
+        break;
+      }
+    }
+    if (this.head === this.slots.length) {
+      this.slots = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.slots.length) {
+      this.slots = this.slots.slice(this.head);
+      this.head = 0;
+    }
+  };
+
+  /** Cuts the subscriber off: the queue is dropped, `event: overflow` is the last frame it will get. */
+  private overflow(): void {
+    const dropped = this.queued + 1;
+    this.release();
+    this.hub.detach(this, 'overflow');
+    const frame = eventFrame(null, 'overflow', JSON.stringify({ reason: 'subscriber queue full', queue: this.hub.queueLimit, dropped }));
+    this.sink.end(frame);
+    // A reader that never reads again never lets `end` finish: the socket goes after a grace period.
+    const timer = setTimeout(() => this.sink.destroy(), this.hub.overflowGraceMs);
+    timer.unref();
+    this.sink.once('close', () => clearTimeout(timer));
+  }
+
+  /** Ends the stream cleanly (agent shutdown, revoked key). */
+  end(): void {
+    if (this.closed) return;
+    this.release();
+    this.hub.detach(this);
+    this.sink.end();
+  }
+
+  private release(): void {
+    this.closed = true;
+    this.slots = [];
+    this.head = 0;
+  }
+}
+
+/** Per-project subscriber sets, one per channel. */
+interface ProjectSubscribers {
+  count: number;
+  channels: Map<string, Set<Subscriber>>;
+}
+
+/** The hub. One per agent process, created in startAgent and kept in AgentContext.realtime. */
+export class RealtimeHub {
+  readonly queueLimit: number;
+  readonly overflowGraceMs: number;
+  private readonly options: HubOptions;
+  private readonly now: () => number;
+  private readonly log: (line: string) => void;
+  private readonly projects = new Map<string, ProjectSubscribers>();
+  private readonly all = new Set<Subscriber>();
+  private readonly heartbeat: NodeJS.Timeout | null;
+  private seq = 0;
+  private counters = { maxQueued: 0, overflows: 0, published: 0, deliveries: 0 };
+
+  constructor(options: HubOptions) {
+    this.options = options;
+    this.queueLimit = options.queue;
+    this.overflowGraceMs = options.overflowGraceMs ?? 30_000;
+    this.now = options.now ?? Date.now;
+    this.log = options.log ?? (() => {});
+    this.heartbeat = options.heartbeatMs > 0 ? setInterval(() => this.beat(), options.heartbeatMs) : null;
+    this.heartbeat?.unref();
+  }
+
+  /**
+   * Assigns the next id and `ts` to an event and fans it out to the project's subscribers of
+   * `channel`. The caller has validated channel and event names; the payload limit is enforced here.
+   */
+  publish(projectId: string, channel: string, event: string, payload: unknown): Published {
+    const payloadText = payloadJson(payload);
+    const id = ++this.seq;
+    const ts = nowIso(this.now());
+    const json = `{"id":${id},"channel":${JSON.stringify(channel)},"event":${JSON.stringify(event)},"payload":${payloadText},"ts":"${ts}"}`;
+    const delivered: RealtimeEvent = { id, channel, event, payload: payload === undefined ? null : payload, ts };
+    this.counters.published++;
+    const set = this.projects.get(projectId)?.channels.get(channel);
+    if (!set || set.size === 0) return { event: delivered, json, receivers: 0 };
+    const frame = eventFrame(id, event, json);
+    const receivers = set.size;
+    for (const sub of set) sub.send(frame);
+    this.counters.deliveries += receivers;
+    return { event: delivered, json, receivers };
+  }
+
+  /**
+   * Emits a lifecycle event on the project's `system` channel (`project.running`, `project.sleeping`,
+   * `snapshot.created`, `project.restored`). Never throws: a lifecycle operation must not fail because
+   * nobody could be told about it.
+   */
+  emitSystem(projectId: string, event: SystemEvent, payload: unknown): RealtimeEvent | null {
+    try {
+      return this.publish(projectId, SYSTEM_CHANNEL, event, payload).event;
+    } catch (err) {
+      this.log(`realtime: system event ${event} for ${projectId} not emitted: ${(err as Error).message}`);
+      return null;
+    }
+  }
+
+  /** Refuses a new subscriber beyond the per-project or per-agent limit (docs/realtime.md). */
+  admit(projectId: string): void {
+    const inProject = this.projects.get(projectId)?.count ?? 0;
+    if (inProject >= this.options.maxPerProject) {
+      throw errors.conflict(
+        `project ${projectId} already has ${inProject} realtime subscribers, the most allowed; close one and retry`,
+      );
+    }
+    if (this.all.size >= this.options.maxTotal) {
+      throw errors.orchestrator(`this host has reached its limit of ${this.options.maxTotal} realtime subscribers; retry later`);
+    }
+  }
+
+  /**
+   * Registers an open stream for `channels` of a project. The caller has already written the
+   * response head; the subscriber is detached when the sink closes. `keyId` names the project key
+   * that authenticated it, so revoking that key can end it.
+   */
+  subscribe(projectId: string, channels: readonly string[], sink: FrameSink, keyId: string | null = null): Subscriber {
+    this.admit(projectId);
+    const sub = new Subscriber(this, sink, projectId, channels, keyId);
+    let project = this.projects.get(projectId);
+    if (!project) {
+      project = { count: 0, channels: new Map() };
+      this.projects.set(projectId, project);
+    }
+    project.count++;
+    for (const channel of channels) {
+      let set = project.channels.get(channel);
+      if (!set) project.channels.set(channel, (set = new Set()));
+      set.add(sub);
+    }
+    this.all.add(sub);
+    return sub;
+  }
+
+  /** Removes a subscriber from every set (idempotent). */
+  detach(sub: Subscriber, why?: 'overflow'): void {
+    if (!this.all.delete(sub)) return;
+    sub.closed = true;
+    if (why === 'overflow') this.counters.overflows++;
+    const project = this.projects.get(sub.projectId);
+    if (!project) return;
+    project.count--;
+    for (const channel of sub.channels) {
+      const set = project.channels.get(channel);
+      if (!set) continue;
+      set.delete(sub);
+      if (set.size === 0) project.channels.delete(channel);
+    }
+    if (project.count === 0) this.projects.delete(sub.projectId);
+  }
+
+  /** Ends every stream authenticated by a project key (called when the key is revoked). */
+  closeKey(keyId: string): number {
+    let n = 0;
+    for (const sub of [...this.all]) {
+      if (sub.keyId === keyId) {
+        sub.end();
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Records the length a queue reached. */
+  noteQueued(length: number): void {
+    if (length > this.counters.maxQueued) this.counters.maxQueued = length;
+  }
+
+  /** Current counters. */
+  stats(): HubStats {
+    let queued = 0;
+    for (const sub of this.all) queued += sub.queued;
+    return { subscribers: this.all.size, projects: this.projects.size, queued, lastId: this.seq, ...this.counters };
+  }
+
+  private beat(): void {
+    for (const sub of this.all) sub.heartbeat();
+  }
+
+  /** Stops the heartbeat and ends every stream (agent shutdown). */
+  close(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const sub of [...this.all]) sub.end();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The realtime contract both sides check (contract "POST realtime/publish", "Realtime event as
+ * delivered", "Limits"; DESIGN §3 Realtime): channel and event patterns, the reserved `system`
+ * channel, the 32 KiB payload limit, and the subscribe query. Web-standard only: the handlers import it.
+ */
+import { z } from 'zod';
+import { errors } from './errors.ts';
+import { parseOr400 } from './validation.ts';
+
+/** Channel names (contract "Limits"). */
+export const CHANNEL_PATTERN = /^[a-z0-9._-]{1,64}$/;
+/** Event names (contract "Limits"). */
+export const EVENT_PATTERN = /^[a-zA-Z0-9._:-]{1,64}$/;
+/** The channel reserved for lifecycle events the service emits (contract "Events" 4). */
+export const SYSTEM_CHANNEL = 'system';
+/** Payload limit: at most 32 KiB as JSON (UTF-8 bytes of its serialisation). */
+export const PAYLOAD_MAX_BYTES = 32 * 1024;
+/** Most distinct channels one subscription may name (ours; docs/realtime.md). */
+export const MAX_CHANNELS_PER_SUBSCRIPTION = 32;
+
+/** Response headers of every event stream (agent and handlers alike). */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  // Tells buffering reverse proxies (nginx and friends) to pass each frame through at once.
+  'x-accel-buffering': 'no',
+};
+
+/** Lifecycle events the service emits on `system` (DESIGN §3 Realtime). */
+export const SYSTEM_EVENTS = ['project.running', 'project.sleeping', 'snapshot.created', 'project.restored'] as const;
+export type SystemEvent = (typeof SYSTEM_EVENTS)[number];
+
+export const channelSchema = z.string().regex(CHANNEL_PATTERN, 'must match ^[a-z0-9._-]{1,64}$');
+export const eventNameSchema = z.string().regex(EVENT_PATTERN, 'must match ^[a-zA-Z0-9._:-]{1,64}$');
+
+/** Body of POST realtime/publish. `payload` is optional and delivered as `null` when absent (ours). */
+export const publishRequestSchema = z.strictObject({
+  channel: channelSchema.refine((c) => c !== SYSTEM_CHANNEL, 'system is reserved for service lifecycle events'),
+  event: eventNameSchema,
+  payload: z.unknown().optional(),
+});
+export type PublishRequest = z.output<typeof publishRequestSchema>;
+
+/** Realtime event as delivered (contract "Realtime event as delivered"). */
+export interface RealtimeEvent {
+  id: number;
+  channel: string;
+  event: string;
+  payload: unknown;
+  ts: string;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Serialises a payload once and enforces the 32 KiB limit (413 `payload_too_large`); answers the
+ * JSON text so the hub never serialises it again.
+ */
+export function payloadJson(payload: unknown): string {
+  const text = JSON.stringify(payload === undefined ? null : payload);
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: most payloads are decided without encoding them.
+  if (text.length * 3 > PAYLOAD_MAX_BYTES && utf8.encode(text).byteLength > PAYLOAD_MAX_BYTES) {
+    throw errors.tooLarge(`payload: exceeds ${PAYLOAD_MAX_BYTES} bytes as JSON`);
+  }
+  return text;
+}
+
+/** Query of subscribe: `channel` repeated 1 to 32 times (duplicates collapse). */
+export const subscribeQuerySchema = z.object({
+  channel: z
+    .union([channelSchema, z.array(channelSchema)], { error: 'must be one or more channel names matching ^[a-z0-9._-]{1,64}$' })
+    .optional()
+    .transform((v) => [...new Set(v === undefined ? [] : Array.isArray(v) ? v : [v])]),
+});
+
+/** Validates the channels of a subscribe query: at least one, at most 32, each matching the pattern. */
+export function subscribeChannels(url: URL): string[] {
+  const raw: Record<string, string | string[]> = {};
+  for (const [k, v] of url.searchParams) {
+    if (k !== 'channel') continue;
+    const prev = raw[k];
+    raw[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  const { channel } = parseOr400(subscribeQuerySchema, raw, 'query');
+  if (channel.length === 0) throw errors.invalid('channel: at least one channel is required (?channel=name, repeatable)');
+  if (channel.length > MAX_CHANNELS_PER_SUBSCRIPTION) {
+    throw errors.invalid(`channel: at most ${MAX_CHANNELS_PER_SUBSCRIPTION} channels per subscription`);
+  }
+  return channel;
+}
