@@ -42,8 +42,8 @@ export class TenantLogs {
   append(projectId: string, line: string): void {
     try {
       mkdirSync(this.#layout.logDir(projectId), { recursive: true });
-      appendFileSync(this.path(projectId), `${new Date(this.#now()).toISOString()} agent: ${line.replace(/\s*$/, '')}\n`, { mode: 0o600 });
       this.rotateIfNeeded(projectId);
+      appendFileSync(this.path(projectId), `${new Date(this.#now()).toISOString()} agent: ${line.replace(/\s*$/, '')}\n`, { mode: 0o600 });
     } catch {
       // A log that cannot be written must never fail a lifecycle operation.
     }
@@ -54,8 +54,8 @@ export class TenantLogs {
     if (!text) return;
     try {
       mkdirSync(this.#layout.logDir(projectId), { recursive: true });
-      appendFileSync(this.path(projectId), text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600 });
       this.rotateIfNeeded(projectId);
+      appendFileSync(this.path(projectId), text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600 });
     } catch {
       // See append().
     }

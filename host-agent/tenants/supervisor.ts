@@ -591,7 +591,7 @@ export class Tenants {
       if (how !== 'lingering') removeRecord(this.layout.runRecord(projectId));
       this.#ports.release(port);
       const addressInUse = /EADDRINUSE|address already in use/i.test(spawned.earlyOutput());
-      this.logs.append(projectId, `engine start failed on port ${port}: ${failure}`);
+      this.logs.append(projectId, `engine (pid ${spawned.process.pid}) start failed on port ${port}: ${failure}`);
       if (addressInUse && attempt < PORT_RETRIES && Date.now() < deadline) {
         avoid.add(port);
         continue;
