@@ -20,7 +20,10 @@ import { ENGINE, call, engineSql, pidAlive, sleep, wake, waitFor, type Api } fro
 class ChildAgent {
   child: ChildProcess | null = null;
   output = '';
-  constructor(readonly env: Record<string, string>) {}
+  readonly env: Record<string, string>;
+  constructor(env: Record<string, string>) {
+    this.env = env;
+  }
 
   async start(): Promise<void> {
     const child = spawn(join(REPO, 'bin/svc-agent'), [], {
