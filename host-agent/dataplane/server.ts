@@ -92,12 +92,19 @@ function bearerOf(req: IncomingMessage): string {
   return parseBearer(headers);
 }
 
-/** Counts a body of unknown length, failing with 413 once it passes `max`. */
-async function* counted(req: IncomingMessage, max: number): AsyncGenerator<Uint8Array> {
+/**
+ * The request body as undici reads it. Iterated rather than handed over as a stream because undici
+ * destroys a stream body when the upstream fails, which would reset the client's connection before
+ * it could be told 502; the iterator leaves `req` alive (`destroyOnReturn: false`). A body of
+ * unknown length (chunked) is counted, failing with 413 once it passes `max`.
+ */
+async function* bodyOf(req: IncomingMessage, max: number | null): AsyncGenerator<Buffer> {
   let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    total += chunk.byteLength;
-    if (total > max) throw errors.tooLarge(`request body exceeds ${max} bytes (SVCD_DATAPLANE_MAX_BYTES)`);
+  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    if (max !== null) {
+      total += chunk.byteLength;
+      if (total > max) throw errors.tooLarge(`request body exceeds ${max} bytes (SVCD_DATAPLANE_MAX_BYTES)`);
+    }
     yield chunk;
   }
 }
@@ -135,8 +142,10 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
     }
 
+    // Content-Length is enforced by node's parser (never more bytes than declared); only a body
+    // without one needs counting.
     const chunked = req.headers['transfer-encoding'] !== undefined;
-    const body = chunked ? counted(req, maxBytes) : declared !== undefined && declared !== '0' ? req : null;
+    const body = chunked ? bodyOf(req, maxBytes) : declared !== undefined && declared !== '0' ? bodyOf(req, null) : null;
     try {
       await forward(upstreams.for(projectId, endpoint), req, res, {
         method: req.method ?? 'GET',
@@ -148,7 +157,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
       if (err.cause instanceof ServiceError) throw err.cause;
-      if (res.destroyed || req.destroyed) return;
+      if (res.destroyed) return; // the client went away: nobody to answer
       log(`dataplane: request ${requestId} to the engine of ${projectId} failed: ${err.message}`);
       throw errors.upstream(`the engine of project ${projectId} did not answer`);
     }
