@@ -101,6 +101,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     throw err;
   });
   const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
+  // An engine that exits takes its connections with it: drop its pool at once.
+  ctx.tenants.onExit((projectId) => dataplane.engineExited(projectId));
 
   const startedAt = nowIso();
   await registerAgent(ctx.db, {
