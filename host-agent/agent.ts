@@ -21,6 +21,7 @@ import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
+import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import { Tenants } from './tenants/supervisor.ts';
 
@@ -78,7 +79,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   await ctx.tenants.start();
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, lifecycleRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { blobName } from '../../shared/blobs/names.ts';
+import { ServiceError } from '../../shared/errors.ts';
+import { tempDir } from '../../test/helpers/env.ts';
+import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from './fs-store.ts';
+
+const PRJ = 'prj_0123456789abcdef';
+
+function streamOf(...chunks: Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      for (const chunk of chunks) c.enqueue(chunk);
+      c.close();
+    },
+  });
+}
+
+async function text(body: ReadableStream<Uint8Array>): Promise<string> {
+  return new Response(body).text();
+}
+
+let tmp: { dir: string; cleanup: () => void };
+let store: FsBlobStore;
+let name: string;
+beforeEach(async () => {
+  tmp = tempDir('svc-fs-blobs-');
+  store = createFsBlobStore(join(tmp.dir, 'blobs'));
+  name = await blobName(PRJ, 'bucket', 'some/key', 'w1');
+});
+afterEach(() => tmp.cleanup());
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+describe('fs blob store', () => {
+  it('writes a blob under a hashed path and answers its size and SHA-256 etag', async () => {
+    const written = await store.put(PRJ, name, streamOf(bytes('hello '), bytes('world')), { maxBytes: 100, length: null });
+    expect(written).toEqual({ size: 11, etag: createHash('sha256').update('hello world').digest('hex') });
+    expect(store.pathOf(PRJ, name)).toBe(join(tmp.dir, 'blobs', PRJ, name.slice(0, 2), name));
+    expect(existsSync(store.pathOf(PRJ, name))).toBe(true);
+    expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
+  it('names are hashes of (project, bucket, key, write id): another write id is another blob', async () => {
+    expect(name).toMatch(/^[0-9a-f]{64}$/);
+    expect(await blobName(PRJ, 'bucket', 'some/key', 'w2')).not.toBe(name);
+    expect(await blobName(PRJ, 'bucket', '../../x', 'w1')).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('reads a blob whole and by range', async () => {
+    await store.put(PRJ, name, streamOf(bytes('0123456789')), { maxBytes: 100, length: 10 });
+    const whole = await store.open(PRJ, name);
+    expect(whole).toMatchObject({ length: 10, size: 10 });
+    expect(await text(whole!.body)).toBe('0123456789');
+    const part = await store.open(PRJ, name, () => ({ start: 2, end: 4 }));
+    expect(part).toMatchObject({ length: 3, size: 10 });
+    expect(await text(part!.body)).toBe('234');
+    await expect(store.open(PRJ, name, () => null)).rejects.toBeInstanceOf(RangeNotSatisfiableError);
+  });
+
+  it('answers null for an absent blob, and delete says whether it existed', async () => {
+    expect(await store.open(PRJ, name)).toBeNull();
+    expect(await store.delete(PRJ, name)).toBe(false);
+    await store.put(PRJ, name, streamOf(bytes('x')), { maxBytes: 10, length: null });
+    expect(await store.delete(PRJ, name)).toBe(true);
+    expect(await store.open(PRJ, name)).toBeNull();
+  });
+
+  it('refuses a body over the limit with 413 and leaves nothing, not even a temp file', async () => {
+    const err = await store.put(PRJ, name, streamOf(bytes('12345'), bytes('67890')), { maxBytes: 7, length: null }).catch((e) => e);
+    expect(err).toBeInstanceOf(ServiceError);
+    expect((err as ServiceError).code).toBe('payload_too_large');
+    expect(existsSync(store.pathOf(PRJ, name))).toBe(false);
+    expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
+  it('refuses a body shorter or longer than its declared length, leaving nothing', async () => {
+    for (const length of [3, 20]) {
+      const err = await store.put(PRJ, name, streamOf(bytes('0123456789')), { maxBytes: 100, length }).catch((e) => e);
+      expect((err as ServiceError).code).toBe('invalid_request');
+      expect(existsSync(store.pathOf(PRJ, name))).toBe(false);
+    }
+    expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
+  it('a body that fails midway leaves nothing', async () => {
+    let sent = false;
+    const failing = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (!sent) {
+          sent = true;
+          c.enqueue(bytes('partial'));
+        } else c.error(new Error('client went away'));
+      },
+    });
+    await expect(store.put(PRJ, name, failing, { maxBytes: 100, length: null })).rejects.toThrow('client went away');
+    expect(existsSync(store.pathOf(PRJ, name))).toBe(false);
+    expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
+  it('refuses anything but a project id and a 64-hex name, so no path can escape the root', async () => {
+    for (const [project, n] of [
+      [PRJ, '../../etc/passwd'],
+      [PRJ, `${name.slice(0, 63)}/`],
+      [PRJ, name.toUpperCase()],
+      ['../prj_0123456789abcdef', name],
+      ['prj_0123456789abcdef/..', name],
+    ] as const) {
+      expect(() => store.pathOf(project, n)).toThrow(ServiceError);
+      await expect(store.put(project, n, streamOf(bytes('x')), { maxBytes: 10, length: null })).rejects.toBeInstanceOf(ServiceError);
+    }
+    expect(readdirSync(tmp.dir)).toEqual(['blobs']);
+  });
+
+  it('sweeps temp files a crashed write left behind when the store opens', async () => {
+    const tmpDir = join(tmp.dir, 'blobs', '.tmp');
+    mkdirSync(tmpDir, { recursive: true });
+    writeFileSync(join(tmpDir, `${name}.deadbeef`), 'half a blob');
+    createFsBlobStore(join(tmp.dir, 'blobs'));
+    expect(readdirSync(tmpDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * The `fs` blob backend on the host agent (DESIGN §3 Object storage, directory layout `blobs/`).
+ *
+ * - A blob's path is `blobs/<project>/<name[0..2]>/<name>`: the project id and the name are checked
+ *   against their fixed patterns (the name is a SHA-256 hex, shared/blobs/names.ts), so no object
+ *   key ever reaches the file system and nothing can escape the root.
+ * - Writes stream into a temp file under `blobs/.tmp/` while the SHA-256 (the etag) is computed,
+ *   then fsync, rename into place and fsync the directory: a blob is either complete and durable or
+ *   absent. The temp file is removed on any failure; temp files left by a crash are swept when the
+ *   store opens.
+ * - Blobs are never rewritten (each write has a fresh name); a read holds its file open, so a blob
+ *   deleted after a catalog flip still finishes streaming to a reader that already had it.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { BLOB_NAME_PATTERN } from '../../shared/blobs/names.ts';
+import type { BlobWritten, ByteRange } from '../../shared/blobs/store.ts';
+import { tooLargeError } from '../../shared/blobs/limit.ts';
+import { errors } from '../../shared/errors.ts';
+import { ID_PATTERNS, randomHex } from '../../shared/ids.ts';
+
+/** An open blob: a stream of `length` bytes out of `size`. */
+export interface FsBlobRead {
+  body: ReadableStream<Uint8Array>;
+  length: number;
+  size: number;
+}
+
+/** The fs store under one root directory. */
+export interface FsBlobStore {
+  readonly root: string;
+  /** Where a blob lives (validated; throws 400 for a malformed project or name). */
+  pathOf(project: string, name: string): string;
+  /** Streams `body` into blob `name`: at most `maxBytes`, exactly `length` when given. */
+  put(project: string, name: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number; length: number | null }): Promise<BlobWritten>;
+  /** Opens a blob (or an inclusive `range` of it, already within its size), or null when absent. */
+  open(project: string, name: string, range?: (size: number) => ByteRange | null): Promise<FsBlobRead | null>;
+  /** Removes a blob; answers whether it existed. */
+  delete(project: string, name: string): Promise<boolean>;
+}
+
+/** Thrown by `open` when the asked range lies outside the blob. */
+export class RangeNotSatisfiableError extends Error {
+  readonly size: number;
+  constructor(size: number) {
+    super(`range not satisfiable for a blob of ${size} bytes`);
+    this.name = 'RangeNotSatisfiableError';
+    this.size = size;
+  }
+}
+
+/** Opens the store under `root` (created when missing), sweeping temp files a crash left behind. */
+export function createFsBlobStore(root: string): FsBlobStore {
+  const tmpDir = join(root, '.tmp');
+  mkdirSync(tmpDir, { recursive: true });
+  // No write is in flight yet: anything here is the remains of a crashed write.
+  for (const f of readdirSync(tmpDir)) rmSync(join(tmpDir, f), { force: true });
+
+  function pathOf(project: string, name: string): string {
+    if (!ID_PATTERNS.prj.test(project)) throw errors.invalid('project: must match ^prj_[0-9a-f]{16}$');
+    if (!BLOB_NAME_PATTERN.test(name)) throw errors.invalid('name: must be 64 lowercase hex characters');
+    return join(root, project, name.slice(0, 2), name);
+  }
+
+  return {
+    root,
+    pathOf,
+
+    async put(project, name, body, { maxBytes, length }) {
+      const target = pathOf(project, name);
+      if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
+      const tmp = join(tmpDir, `${name}.${randomHex(8)}`);
+      const hash = createHash('sha256');
+      let size = 0;
+      let file: FileHandle | undefined;
+      const reader = body.getReader();
+      try {
+        file = await open(tmp, 'wx', 0o600);
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          size += value.byteLength;
+          if (size > maxBytes) throw tooLargeError(maxBytes);
+          if (length !== null && size > length) throw errors.invalid('body: longer than its declared length');
+          hash.update(value);
+          await writeAll(file, value);
+        }
+        if (length !== null && size !== length) throw errors.invalid('body: shorter than its declared length');
+        await file.sync();
+        await file.close();
+        file = undefined;
+        const created = await mkdir(dirname(target), { recursive: true });
+        await rename(tmp, target);
+        await syncDir(dirname(target));
+        // New directories are entries of their parents: make those durable too.
+        if (created) for (const dir of [dirname(dirname(target)), root]) await syncDir(dir);
+        return { size, etag: hash.digest('hex') };
+      } catch (err) {
+        // Not cancelled: cancelling would destroy the request and with it the 413 still to answer.
+        reader.releaseLock();
+        await file?.close().catch(() => {});
+        await rm(tmp, { force: true });
+        throw err;
+      }
+    },
+
+    async open(project, name, range) {
+      const path = pathOf(project, name);
+      let file: FileHandle;
+      try {
+        file = await open(path, 'r');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+      try {
+        const { size } = await file.stat();
+        const r = range ? range(size) : null;
+        if (range && !r) throw new RangeNotSatisfiableError(size);
+        const start = r?.start ?? 0;
+        const end = r?.end ?? size - 1;
+        const length = end - start + 1;
+        if (length <= 0) {
+          await file.close();
+          return { body: new ReadableStream({ start: (c) => c.close() }), length: 0, size };
+        }
+        const stream = file.createReadStream({ start, end, autoClose: true, highWaterMark: 64 * 1024 });
+        return { body: Readable.toWeb(stream) as ReadableStream<Uint8Array>, length, size };
+      } catch (err) {
+        await file.close().catch(() => {});
+        throw err;
+      }
+    },
+
+    async delete(project, name) {
+      try {
+        await rm(pathOf(project, name));
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    },
+  };
+}
+
+async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {
+  let at = 0;
+  while (at < bytes.byteLength) {
+    const { bytesWritten } = await file.write(bytes, at, bytes.byteLength - at);
+    at += bytesWritten;
+  }
+}
+
+/** fsync of a directory, so the rename that made a blob visible survives a crash. */
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

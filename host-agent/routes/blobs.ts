@@ -1,0 +1,96 @@
+/**
+ * Internal routes of the `fs` blob backend (DESIGN §5): the handlers stream object bytes in and out
+ * of this agent's blob files. Bodies are raw bytes, never JSON, and never buffered.
+ *
+ *   PUT    /internal/v1/blobs/:project/:name   body = bytes; x-svc-max-bytes, x-svc-length → 201 {size, etag}
+ *   GET    /internal/v1/blobs/:project/:name   optional `range: bytes=a-b` → 200/206 bytes, x-svc-size
+ *   DELETE /internal/v1/blobs/:project/:name   → 200 {deleted}
+ *
+ * `:project` and `:name` are checked against their fixed patterns by the store before any file is
+ * touched; object keys never reach the agent.
+ */
+import { join } from 'node:path';
+import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
+import { errorResponse, errors } from '../../shared/errors.ts';
+import { newRequestId } from '../../shared/ids.ts';
+import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
+import type { AgentContext } from '../context.ts';
+import { json } from '../http.ts';
+import type { InternalRouter } from '../internal-api.ts';
+
+const stores = new WeakMap<AgentContext, FsBlobStore>();
+
+/** The agent's fs store under `<SVCD_ROOT>/blobs`, opened on first use. */
+export function fsStoreOf(ctx: AgentContext): FsBlobStore {
+  let store = stores.get(ctx);
+  if (!store) {
+    store = createFsBlobStore(join(ctx.root, 'blobs'));
+    stores.set(ctx, store);
+  }
+  return store;
+}
+
+function intHeader(request: Request, name: string, required: boolean): number | null {
+  const raw = request.headers.get(name);
+  if (raw === null) {
+    if (required) throw errors.invalid(`${name}: is required`);
+    return null;
+  }
+  if (!/^\d{1,15}$/.test(raw)) throw errors.invalid(`${name}: must be a non-negative integer`);
+  return Number(raw);
+}
+
+/** Registers the blob routes. */
+export function register(router: InternalRouter): void {
+  router.put('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+    const maxBytes = intHeader(request, INTERNAL_BLOB_HEADERS.maxBytes, true)!;
+    const length = intHeader(request, INTERNAL_BLOB_HEADERS.length, false);
+    const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    try {
+      const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length });
+      return json(written, 201);
+    } catch (err) {
+      // Refused before the body ended (413): the rest of it is still on the connection. Close the
+      // connection after the answer, or the caller's pool would queue its next request behind it.
+      const response = errorResponse(err, request.headers.get('x-request-id') ?? newRequestId(), ctx.log);
+      response.headers.set('connection', 'close');
+      return response;
+    }
+  });
+
+  router.get('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+    const rawRange = request.headers.get('range');
+    let wanted: { start: number; end: number } | undefined;
+    if (rawRange !== null) {
+      // The handlers resolve the client's Range against the catalog; only `bytes=a-b` reaches here.
+      const m = /^bytes=(\d{1,15})-(\d{1,15})$/.exec(rawRange);
+      if (!m) throw errors.invalid('range: must be bytes=<first>-<last>');
+      wanted = { start: Number(m[1]), end: Number(m[2]) };
+    }
+    let read;
+    try {
+      read = await fsStoreOf(ctx).open(
+        request.params.project!,
+        request.params.name!,
+        wanted ? (size) => (wanted.start <= wanted.end && wanted.end < size ? wanted : null) : undefined,
+      );
+    } catch (err) {
+      if (err instanceof RangeNotSatisfiableError) throw errors.invalid(`range: outside the blob's ${err.size} bytes`);
+      throw err;
+    }
+    if (!read) throw errors.notFound('no such blob');
+    return new Response(read.body, {
+      status: wanted ? 206 : 200,
+      headers: {
+        'content-type': 'application/octet-stream',
+        'content-length': String(read.length),
+        [INTERNAL_BLOB_HEADERS.size]: String(read.size),
+      },
+    });
+  });
+
+  router.delete('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+    const deleted = await fsStoreOf(ctx).delete(request.params.project!, request.params.name!);
+    return json({ deleted });
+  });
+}

@@ -1,0 +1,84 @@
+/**
+ * The `fs` blob backend as the handlers see it: the files live on the host agent that owns the
+ * project (host-agent/blobs/), reached through the internal API with raw streaming bodies both ways
+ * (host-agent/routes/blobs.ts). Nothing is buffered here: the request body is piped straight into
+ * the internal call, and the agent's answer is handed back as a stream.
+ *
+ * The agent being unreachable is, from storage's point of view, the blob store being unavailable:
+ * 502 `upstream_unavailable` (contract: storage endpoints list `upstream_unavailable`).
+ */
+import type { AgentClient, AgentTarget } from '../agent-client.ts';
+import { ServiceError, errors } from '../errors.ts';
+import type { BlobBytes, BlobPut, BlobStore, BlobWritten, ByteRange } from './store.ts';
+
+/** Internal path of one blob on the agent. */
+export function internalBlobPath(project: string, name: string): string {
+  return `/internal/v1/blobs/${project}/${name}`;
+}
+
+/** Headers of the internal blob routes (the agent enforces the same limit on its side). */
+export const INTERNAL_BLOB_HEADERS = {
+  maxBytes: 'x-svc-max-bytes',
+  length: 'x-svc-length',
+  /** Total size of the blob, on range answers. */
+  size: 'x-svc-size',
+} as const;
+
+/** The `fs` store of the project hosted by `agent`. */
+export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestId?: string): BlobStore {
+  const base = requestId ? { requestId } : {};
+  return {
+    backend: 'fs',
+
+    async put(project: string, name: string, input: BlobPut): Promise<BlobWritten> {
+      // The agent counts against the same limit and answers 413 itself, after removing its temp
+      // file: so the 413 reaches the client only once nothing is left. (Failing the stream here
+      // would instead cut the connection and leave the agent to clean up after the answer.)
+      const headers: Record<string, string> = {
+        'content-type': 'application/octet-stream',
+        [INTERNAL_BLOB_HEADERS.maxBytes]: String(input.maxBytes),
+      };
+      if (input.length !== null) headers[INTERNAL_BLOB_HEADERS.length] = String(input.length);
+      try {
+        return await agents.json<BlobWritten>(agent, 'PUT', internalBlobPath(project, name), {
+          ...base,
+          raw: { body: input.body, headers },
+          signal: input.signal,
+        });
+      } catch (err) {
+        throw translate(err, agent);
+      }
+    },
+
+    async get(project: string, name: string, range?: ByteRange, signal?: AbortSignal): Promise<BlobBytes | null> {
+      const headers: Record<string, string> = {};
+      if (range) headers.range = `bytes=${range.start}-${range.end}`;
+      let response: Response;
+      try {
+        response = await agents.fetch(agent, 'GET', internalBlobPath(project, name), { ...base, raw: { body: null, headers }, signal });
+      } catch (err) {
+        if (err instanceof ServiceError && err.code === 'not_found') return null;
+        throw translate(err, agent);
+      }
+      const length = Number(response.headers.get('content-length'));
+      if (!response.body || !Number.isSafeInteger(length)) throw errors.upstream('the fs blob store answered without a body');
+      return { body: response.body, length };
+    },
+
+    async delete(project: string, name: string): Promise<void> {
+      try {
+        const response = await agents.fetch(agent, 'DELETE', internalBlobPath(project, name), base);
+        await response.body?.cancel();
+      } catch (err) {
+        throw translate(err, agent);
+      }
+    },
+  };
+}
+
+function translate(err: unknown, agent: AgentTarget): unknown {
+  if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') {
+    return errors.upstream(`the fs blob store on host agent ${agent.agent_id} is unavailable`);
+  }
+  return err;
+}
