@@ -50,8 +50,12 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | secret    | PRJ#<prj>          | SECRET#<name>       |                 |                          |
  * | key       | PRJ#<prj>          | KEY#<key_id>        |                 |                          |
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
+ * | bucket    | PRJ#<prj>          | BKT#<bucket>        |                 |                          |
+ * | object    | PRJ#<prj>          | OBJ#<bucket>#<part> |                 |                          |
  *
  * Everything a project owns lives in its partition `PRJ#<prj>` under its own sort-key prefix.
+ * An object's `<part>` is its key, or for keys over 923 UTF-8 bytes a prefix, a marker and a hash
+ * (sort keys hold 1024 bytes): shared/db/storage.ts "Catalog sort keys".
  */
 export const keys = {
   account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
@@ -66,4 +70,7 @@ export const keys = {
   secret: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `SECRET#${name}` }),
   projectKey: (projectId: string, keyId: string) => ({ pk: `PRJ#${projectId}`, sk: `KEY#${keyId}` }),
   keyLookup: (keyId: string) => ({ pk: `KEY#${keyId}`, sk: 'KEY' }),
+  bucket: (projectId: string, bucket: string) => ({ pk: `PRJ#${projectId}`, sk: `BKT#${bucket}` }),
+  /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/storage.ts (1024-byte limit). */
+  objectsOf: (projectId: string) => ({ pk: `PRJ#${projectId}` }),
 } as const;

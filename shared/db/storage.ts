@@ -1,0 +1,398 @@
+/**
+ * Repository: buckets and the object catalog (contract "Bucket record", "Object catalog row",
+ * "Object states"; DESIGN §3 Object storage, §4).
+ *
+ * Both live in the project's partition `PRJ#<prj>`: buckets under `BKT#<bucket>`, catalog rows under
+ * `OBJ#<bucket>#<key part>`.
+ *
+ * ## Catalog sort keys
+ * DynamoDB sort keys hold at most 1024 bytes, while an object key is up to 1024 characters, which
+ * is up to 4 KiB of UTF-8. DynamoDB orders strings by their UTF-8 bytes, which is Unicode code point
+ * order, the order S3 lists keys in and the one listing promises. The key part is:
+ *
+ * - the key itself when its UTF-8 fits `KEY_PART_BUDGET` (923) bytes: every ASCII key up to 923
+ *   characters, so nearly every real key, sorts by DynamoDB alone;
+ * - otherwise `T + X + h`: `T` is the longest code-point prefix of the key within the budget,
+ *   `X` is the smallest code point whose UTF-8 is one byte longer than the budget has left
+ *   (U+0001, U+0080, U+0800 or U+10000), and `h` is 32 hex of the key's SHA-256, for uniqueness.
+ *
+ * Every long key whose first code point beyond `T` did not fit is larger than every code point that
+ * would have fit, and `X` is exactly the first of those larger code points: so `T + X` sorts after
+ * every key that continues `T` within the budget and before every key with a larger prefix. Keys
+ * sharing one `T + X` (a "group") sort among themselves by hash, not by key; they are adjacent, and
+ * listing reads a whole group and orders it in memory. With the budget at 923 bytes the sort key is
+ * at most `OBJ#` + 63 + `#` + 923 + 1 + 32 = 1023 bytes. Point reads compute the same sort key.
+ *
+ * ## Writes
+ * A row changes only by a conditional write on what the writer read (DESIGN §4): absent
+ * (`attribute_not_exists`), the pending row of a ticket (no blob, same id), or the blob it pointed at.
+ * A failed condition is reported as a conflict, and the caller re-reads and tries again. Each change
+ * carries its receipt in the same TransactWriteItems (DESIGN §3 Receipts).
+ */
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { BlobBackend } from '../blobs/store.ts';
+import { errors } from '../errors.ts';
+import type { Db } from './client.ts';
+import { cancellationReasons, isConditionFailure } from './client.ts';
+import type { Page } from './pagination.ts';
+import { decodeCursor, encodeCursor } from './pagination.ts';
+import { receiptPut, type Receipt } from './receipts.ts';
+import { keys } from './table.ts';
+
+/** A bucket (contract "Bucket record"). */
+export interface BucketRecord {
+  project: string;
+  name: string;
+  created_at: string;
+}
+
+/** Object states (contract "Object states"). */
+export type ObjectState = 'pending' | 'stored';
+
+/** A catalog row as answered (contract "Object catalog row"). */
+export interface ObjectRow {
+  id: string;
+  project: string;
+  bucket: string;
+  key: string;
+  size: number;
+  etag: string;
+  content_type: string;
+  backend: BlobBackend;
+  state: ObjectState;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A catalog row as stored: the public fields plus the blob it points at (none while pending). */
+export interface ObjectRecord extends ObjectRow {
+  blob: string | null;
+}
+
+/** The public view of a row. */
+export function objectView(r: ObjectRecord): ObjectRow {
+  return {
+    id: r.id,
+    project: r.project,
+    bucket: r.bucket,
+    key: r.key,
+    size: r.size,
+    etag: r.etag,
+    content_type: r.content_type,
+    backend: r.backend,
+    state: r.state,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sort keys
+
+/** UTF-8 bytes of an object key stored verbatim in its sort key. */
+export const KEY_PART_BUDGET = 923;
+const HASH_HEX = 32;
+/** `X` by the number of budget bytes left: the smallest code point with one UTF-8 byte more. */
+const GROUP_MARKERS = ['\u0001', '\u0080', '\u0800', '\u{10000}'] as const;
+
+function utf8Bytes(codePoint: number): number {
+  return codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
+}
+
+/** Compares keys in Unicode code point order (= UTF-8 byte order = DynamoDB's and S3's order). */
+export function compareKeys(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const ca = a.codePointAt(i)!;
+    const cb = b.codePointAt(j)!;
+    if (ca !== cb) return ca < cb ? -1 : 1;
+    i += ca > 0xffff ? 2 : 1;
+    j += cb > 0xffff ? 2 : 1;
+  }
+  const restA = a.length - i;
+  const restB = b.length - j;
+  return restA === restB ? 0 : restA < restB ? -1 : 1;
+}
+
+async function keyHash(key: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key)));
+  let out = '';
+  for (const b of digest) out += b.toString(16).padStart(2, '0');
+  return out.slice(0, HASH_HEX);
+}
+
+/**
+ * The key part of an object's sort key, and for a long key its group (the key part without the
+ * hash). See "Catalog sort keys" above.
+ */
+export async function catalogKeyPart(key: string): Promise<{ part: string; group: string | null }> {
+  let used = 0;
+  let prefix = '';
+  for (const ch of key) {
+    const n = utf8Bytes(ch.codePointAt(0)!);
+    if (used + n > KEY_PART_BUDGET) {
+      const group = prefix + GROUP_MARKERS[KEY_PART_BUDGET - used]!;
+      return { part: group + (await keyHash(key)), group };
+    }
+    used += n;
+    prefix += ch;
+  }
+  return { part: key, group: null };
+}
+
+function objectPrefix(bucket: string): string {
+  return `OBJ#${bucket}#`;
+}
+
+async function objectKeyOf(projectId: string, bucket: string, key: string): Promise<{ pk: string; sk: string; grp: string | null }> {
+  const { part, group } = await catalogKeyPart(key);
+  const prefix = objectPrefix(bucket);
+  return { ...keys.objectsOf(projectId), sk: prefix + part, grp: group === null ? null : prefix + group };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buckets
+
+function toBucket(item: Record<string, any>): BucketRecord {
+  return { project: item.project, name: item.name, created_at: item.created_at };
+}
+
+/** Creates a bucket unless it exists; answers the bucket as stored and whether this call created it. */
+export async function createBucket(db: Db, bucket: BucketRecord): Promise<{ bucket: BucketRecord; created: boolean }> {
+  const key = keys.bucket(bucket.project, bucket.name);
+  try {
+    await db.doc.send(
+      new PutCommand({
+        TableName: db.table,
+        Item: { ...key, type: 'bucket', ...bucket },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+    return { bucket, created: true };
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+  const existing = await getBucket(db, bucket.project, bucket.name);
+  if (!existing) throw errors.conflict(`bucket ${bucket.name} changed concurrently, retry`);
+  return { bucket: existing, created: false };
+}
+
+/** Reads a bucket, or null. */
+export async function getBucket(db: Db, projectId: string, name: string): Promise<BucketRecord | null> {
+  const out = await db.doc.send(new GetCommand({ TableName: db.table, Key: keys.bucket(projectId, name), ConsistentRead: true }));
+  return out.Item ? toBucket(out.Item) : null;
+}
+
+/** Lists a project's buckets by name. */
+export async function listBuckets(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<BucketRecord>> {
+  const pk = keys.project(projectId).pk;
+  const out = await db.doc.send(
+    new QueryCommand({
+      TableName: db.table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'BKT#' },
+      Limit: limit,
+      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
+      ConsistentRead: true,
+    }),
+  );
+  return { items: (out.Items ?? []).map(toBucket), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Catalog rows
+
+function toObject(item: Record<string, any>): ObjectRecord {
+  return {
+    id: item.id,
+    project: item.project,
+    bucket: item.bucket,
+    key: item.key,
+    size: item.size,
+    etag: item.etag,
+    content_type: item.content_type,
+    backend: item.backend,
+    state: item.state,
+    created_at: item.created_at,
+    updated_at: item.updated_at,
+    blob: typeof item.blob === 'string' ? item.blob : null,
+  };
+}
+
+async function itemOf(r: ObjectRecord): Promise<Record<string, unknown>> {
+  const { pk, sk, grp } = await objectKeyOf(r.project, r.bucket, r.key);
+  const { blob, ...row } = r;
+  return { pk, sk, type: 'object', ...row, ...(blob !== null ? { blob } : {}), ...(grp !== null ? { grp } : {}) };
+}
+
+/** Reads the row of `bucket/key`, or null. */
+export async function getObject(db: Db, projectId: string, bucket: string, key: string): Promise<ObjectRecord | null> {
+  const { pk, sk } = await objectKeyOf(projectId, bucket, key);
+  const out = await db.doc.send(new GetCommand({ TableName: db.table, Key: { pk, sk }, ConsistentRead: true }));
+  // The key is compared too: a sort key from a hash must never answer for another key.
+  return out.Item && out.Item.key === key ? toObject(out.Item) : null;
+}
+
+/**
+ * Reserves a pending row (upload ticket) unless a row exists. Answers the row as it now stands,
+ * and whether this call created it; an existing row, pending or stored, is left untouched.
+ */
+export async function reserveObject(db: Db, pending: ObjectRecord): Promise<{ record: ObjectRecord; created: boolean }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      await db.doc.send(new PutCommand({ TableName: db.table, Item: await itemOf(pending), ConditionExpression: 'attribute_not_exists(pk)' }));
+      return { record: pending, created: true };
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    const existing = await getObject(db, pending.project, pending.bucket, pending.key);
+    if (existing) return { record: existing, created: false };
+  }
+  throw errors.conflict(`object ${pending.bucket}/${pending.key} is changing concurrently, retry`);
+}
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The condition that `prev` (what the writer read) still stands. */
+function unchangedSince(
+  prev: ObjectRecord | null,
+): Pick<NonNullable<TransactItem['Put']>, 'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+  if (!prev) return { ConditionExpression: 'attribute_not_exists(pk)' };
+  // `blob` is a DynamoDB reserved word: always through a name placeholder.
+  if (prev.blob !== null) {
+    return { ConditionExpression: '#blob = :prevBlob', ExpressionAttributeNames: { '#blob': 'blob' }, ExpressionAttributeValues: { ':prevBlob': prev.blob } };
+  }
+  return {
+    ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#blob) AND #id = :prevId',
+    ExpressionAttributeNames: { '#blob': 'blob', '#id': 'id' },
+    ExpressionAttributeValues: { ':prevId': prev.id },
+  };
+}
+
+/** Runs a transaction whose first item is the guarded catalog change: false when that guard failed. */
+async function guarded(db: Db, items: TransactItem[]): Promise<boolean> {
+  try {
+    await db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) {
+      const reasons = cancellationReasons(err);
+      if (reasons[0] === 'ConditionalCheckFailed' || reasons.includes('TransactionConflict')) return false;
+    }
+    throw err;
+  }
+}
+
+/**
+ * Flips the row of `next.bucket/next.key` to `next` (a new blob, or a new row) if it is still what
+ * the writer read (`prev`), writing `receipt` in the same transaction. False: the row changed
+ * meanwhile; re-read and decide again.
+ */
+export async function commitObject(db: Db, next: ObjectRecord, prev: ObjectRecord | null, receipt: Receipt): Promise<boolean> {
+  return guarded(db, [{ Put: { TableName: db.table, Item: await itemOf(next), ...unchangedSince(prev) } }, receiptPut(db, receipt)]);
+}
+
+/** Removes the row `prev` if it is still what the caller read, with `receipt`. False: it changed. */
+export async function removeObject(db: Db, prev: ObjectRecord, receipt: Receipt): Promise<boolean> {
+  const { pk, sk } = await objectKeyOf(prev.project, prev.bucket, prev.key);
+  return guarded(db, [{ Delete: { TableName: db.table, Key: { pk, sk }, ...unchangedSince(prev) } }, receiptPut(db, receipt)]);
+}
+
+interface Listed {
+  record: ObjectRecord;
+  sk: string;
+  grp: string | null;
+}
+
+function toListed(item: Record<string, any>): Listed {
+  return { record: toObject(item), sk: item.sk, grp: typeof item.grp === 'string' ? item.grp : null };
+}
+
+/** Every row of one group of long keys, in key order. */
+async function groupMembers(db: Db, pk: string, grp: string): Promise<Listed[]> {
+  const members: Listed[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await db.doc.send(
+      new QueryCommand({
+        TableName: db.table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :grp)',
+        ExpressionAttributeValues: { ':pk': pk, ':grp': grp },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of out.Items ?? []) members.push(toListed(item));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return members.sort((a, b) => compareKeys(a.record.key, b.record.key));
+}
+
+/** Past every member of a group: members are `grp` + hex, and `~` sorts after every hex digit. */
+const AFTER_GROUP = '~';
+
+/**
+ * Lists the rows of a bucket in key order (pending rows included), `limit` at a time. A cursor
+ * names the last row answered: its sort key, and for a row of a long-key group also its key.
+ */
+export async function listObjects(db: Db, projectId: string, bucket: string, limit: number, cursor?: string): Promise<Page<ObjectRecord>> {
+  const { pk } = keys.objectsOf(projectId);
+  const prefix = objectPrefix(bucket);
+  const out: Listed[] = [];
+  const want = limit + 1; // one more than the page tells whether another page exists
+  let start: string | undefined;
+
+  const resume = decodeCursor(cursor, ['pk', pk]);
+  if (resume) {
+    const sk = resume.sk;
+    if (typeof sk !== 'string' || !sk.startsWith(prefix)) throw errors.invalid('cursor is not a cursor of this bucket');
+    if (typeof resume.k === 'string') {
+      const after = resume.k;
+      for (const m of await groupMembers(db, pk, sk)) if (compareKeys(m.record.key, after) > 0) out.push(m);
+      start = sk + AFTER_GROUP;
+    } else {
+      start = sk;
+    }
+  }
+
+  while (out.length < want) {
+    const page = await db.doc.send(
+      new QueryCommand({
+        TableName: db.table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': pk, ':prefix': prefix },
+        ...(start !== undefined ? { ExclusiveStartKey: { pk, sk: start } } : {}),
+        Limit: Math.min(1000, want - out.length),
+        ConsistentRead: true,
+      }),
+    );
+    const items = page.Items ?? [];
+    let jumped = false;
+    for (const item of items) {
+      const listed = toListed(item);
+      if (listed.grp !== null) {
+        // A group sorts by hash in the table: read all of it and put it in key order.
+        out.push(...(await groupMembers(db, pk, listed.grp)));
+        start = listed.grp + AFTER_GROUP;
+        jumped = true;
+        break;
+      }
+      out.push(listed);
+      start = listed.sk;
+      if (out.length >= want) break;
+    }
+    if (jumped) continue;
+    if (!page.LastEvaluatedKey) break;
+    if (items.length === 0) start = String(page.LastEvaluatedKey.sk);
+  }
+
+  const rows = out.slice(0, limit);
+  const last = rows[rows.length - 1];
+  let nextCursor: string | null = null;
+  if (out.length > limit && last) {
+    nextCursor = encodeCursor(last.grp !== null ? { pk, sk: last.grp, k: last.record.key } : { pk, sk: last.sk });
+  }
+  return { items: rows.map((r) => r.record), nextCursor };
+}
