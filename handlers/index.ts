@@ -15,6 +15,7 @@ import * as projects from './projects.ts';
 import * as receipts from './receipts.ts';
 import * as realtime from './realtime.ts';
 import * as secrets from './secrets.ts';
+import * as storage from './storage.ts';
 
 /** Route modules, in registration order. Each resource adds its module here (one line). */
 const modules: { register(router: Routes): void }[] = [
@@ -26,6 +27,7 @@ const modules: { register(router: Routes): void }[] = [
   secrets,
   keys,
   lifecycle,
+  storage,
 ];
 
 /** The application: one `fetch` that never throws. */

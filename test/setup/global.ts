@@ -4,17 +4,23 @@
  */
 import type { TestProject } from 'vitest/node';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
+import { startS3rver } from './s3rver.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamoEndpoint: string;
+    /** s3rver for the `s3` blob backend (test/setup/s3rver.ts). */
+    s3Endpoint: string;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dynamo = await startDynamoLocal();
   project.provide('dynamoEndpoint', dynamo.endpoint);
+  const s3 = await startS3rver();
+  project.provide('s3Endpoint', s3.endpoint);
   return async () => {
+    await s3.stop();
     await dynamo.stop();
   };
 }
