@@ -257,10 +257,24 @@ export class Tenants {
       mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
       const dataDir = this.layout.dataDir(projectId);
       if (!existsSync(dataDir)) await this.#command(projectId, ['init', '--data-dir', dataDir, '--json'], 'wakeup', this.#startTimeout());
-      const live = await this.#startEngine(projectId);
+      // The state is written while the engine boots, not after it: the write leaves the critical path.
+      // Until the engine is ready nobody can see the early `running` through the API (GET reconciles
+      // under this project's lock, which this wakeup holds), a failed start writes the truth back,
+      // and a crash in between is corrected by the next start's reconciliation.
+      let recording: Promise<{ answer: TenantStateAnswer; changed: boolean }> | null = null;
+      let live: Live;
+      try {
+        live = await this.#startEngine(projectId, () => {
+          recording = this.#record(projectId, recorded, 'running');
+          recording.catch(() => {});
+        });
+      } catch (err) {
+        await this.#undoEarlyRecord(projectId, recording);
+        throw err;
+      }
       let recordedNow: { answer: TenantStateAnswer; changed: boolean };
       try {
-        recordedNow = await this.#record(projectId, recorded, 'running');
+        recordedNow = await (recording ?? this.#record(projectId, recorded, 'running'));
       } catch (err) {
         // An error answer must mean "not running": do not leave an engine behind the recorded state.
         await this.#stopEngine(live, 'its running state could not be recorded').catch(() => {});
@@ -388,6 +402,9 @@ export class Tenants {
       const fresh = join(tenantDir, `restoring-${name}`);
       const replaced = join(this.layout.replacedRoot(projectId), name);
       mkdirSync(tenantDir, { recursive: true });
+      // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
+      // this agent does not know of (none should exist) would answer lock_held here: 409, nothing moved.
+      if (existsSync(dataDir)) await this.#command(projectId, ['status', '--data-dir', dataDir, '--json'], 'restore', this.#startTimeout());
       writeJsonDurable(this.layout.restoreJournal(projectId), { snapshot_id: snapshotId, fresh, replaced, started_at: nowIso(this.#ctx.now()) });
       let restoreOut: Record<string, unknown>;
       try {
@@ -444,6 +461,18 @@ export class Tenants {
     if (this.#live.has(projectId)) return 'running';
     if (recorded === 'running') return existsSync(this.layout.dataDir(projectId)) ? 'sleeping' : 'stopped';
     return recorded;
+  }
+
+  /** After a failed start: if `running` was already recorded, record the truth again. Never throws. */
+  async #undoEarlyRecord(projectId: string, recording: Promise<{ answer: TenantStateAnswer; changed: boolean }> | null): Promise<void> {
+    if (!recording) return;
+    const written = await recording.catch(() => null);
+    if (!written || written.answer.state !== 'running') return;
+    try {
+      await this.#record(projectId, written.answer, this.#truth(projectId, 'running'));
+    } catch (err) {
+      this.#ctx.log(`agent: undoing the running state of ${projectId} failed: ${(err as Error).message}; GET corrects it`);
+    }
   }
 
   /** Re-reads the recorded state and writes the truth when they differ (caller holds the lock). */
@@ -543,7 +572,7 @@ export class Tenants {
    * capabilities probe, all within `SVCD_ENGINE_START_TIMEOUT_MS`; otherwise the process is killed
    * and the answer is 502. A port lost to another program between probe and bind is retried.
    */
-  async #startEngine(projectId: string): Promise<Live> {
+  async #startEngine(projectId: string, onSpawned: () => void = () => {}): Promise<Live> {
     const deadline = Date.now() + this.#startTimeout();
     const avoid = new Set<number>();
     const dataDir = this.layout.dataDir(projectId);
@@ -578,6 +607,7 @@ export class Tenants {
           agent_id: this.#ctx.agentId,
         };
         writeJsonDurable(this.layout.runRecord(projectId), record);
+        if (attempt === 1) onSpawned();
       }
       const failure = await this.#awaitReady(spawned, port, deadline);
       if (failure === null) {
