@@ -9,9 +9,22 @@ const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, 'dist');
 mkdirSync(out, { recursive: true });
 
+// S3 answers XML, and the SDK's browser build parses it with DOMParser, which workerd lacks
+// (multipart uploads and S3 error bodies fail with "DOMParser is not defined"). Its Node build's
+// parser is plain JavaScript: use that one in the worker too.
+const sdkXmlParser = {
+  name: 'sdk-xml-parser',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/xml-parser(\.js)?$/ }, (args) =>
+      /[\\/]@aws-sdk[\\/]xml-builder[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), 'xml-parser.js') } : undefined,
+    );
+  },
+};
+
 const started = Date.now();
 await build({
   entryPoints: [join(root, 'handlers/worker.ts')],
+  plugins: [sdkXmlParser],
   outfile: join(out, 'worker.js'),
   bundle: true,
   format: 'esm',
