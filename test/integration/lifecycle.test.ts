@@ -105,9 +105,13 @@ describe('project states', () => {
     const id = await createProject(svc, token);
     await wake(svc, token, id);
     const { pid } = runRecord(id);
+    const exits: string[] = [];
+    const unsubscribe = tenants().onExit((projectId) => exits.push(projectId));
     process.kill(pid, 'SIGKILL');
     // The supervisor notices the exit at once: /v2 can answer tenant_not_running without a hang.
     expect(await waitFor(() => tenants().liveEndpoint(id) === null, 2000)).toBe(true);
+    expect(exits).toEqual([id]);
+    unsubscribe();
     const got = await call(svc, 'GET', `/v0/projects/${id}`, token);
     expect(got.body.state).toBe('sleeping');
     expect((await getProject(svc.db, id))!.state).toBe('sleeping');
@@ -140,6 +144,26 @@ describe('project states', () => {
     expect(((await r.json()) as any).error.code).toBe('tenant_not_running');
     expect(tenants().liveEndpoint(id)).toBeNull();
     expect((await getProject(svc.db, id))!.state).toBe('sleeping');
+  });
+});
+
+describe('placement', () => {
+  it('a project whose agent stopped heartbeating answers 503 orchestrator_unavailable, never another agent', async () => {
+    const id = await createProject(svc, token);
+    const { heartbeatAgent } = await import('../../shared/db/agents.ts');
+    const agentId = svc.agent.ctx.agentId;
+    try {
+      for (const [method, path] of [['GET', ''], ['POST', '/wakeup'], ['GET', '/head']] as const) {
+        // Written right before each call, so the agent's own heartbeat cannot land in between.
+        await heartbeatAgent(svc.db, agentId, new Date(Date.now() - 3_600_000).toISOString(), true);
+        const r = await call(svc, method, `/v0/projects/${id}${path}`, token);
+        expect(r.status, `${method} ${path}`).toBe(503);
+        expect(r.body.error.code).toBe('orchestrator_unavailable');
+      }
+    } finally {
+      await heartbeatAgent(svc.db, agentId, new Date().toISOString(), true);
+    }
+    expect((await call(svc, 'GET', `/v0/projects/${id}`, token)).status).toBe(200);
   });
 });
 
