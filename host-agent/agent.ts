@@ -70,6 +70,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
       maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
       queue: settings.SVCD_REALTIME_QUEUE,
       heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
+      framing: 'http-chunked',
       log,
     }),
     tenants: undefined as unknown as Tenants,

@@ -12,15 +12,20 @@
 import { errors } from '../../shared/errors.ts';
 import { payloadJson, SYSTEM_CHANNEL, type RealtimeEvent, type SystemEvent } from '../../shared/realtime.ts';
 import { nowIso } from '../../shared/time.ts';
-import { commentFrame, eventFrame } from './sse.ts';
+import { commentFrame, eventFrame, type Framing } from './sse.ts';
 
 /**
- * Where a subscriber's frames go: a Node `ServerResponse` in production, any writable in tests.
- * `write` answers false once the destination buffers more than it wants (Node's backpressure signal).
+ * Where a subscriber's frames go: the socket of an SSE response in production (host-agent/routes/
+ * realtime.ts), any Node writable in tests. `write` answers false once the destination buffers more
+ * than it wants (Node's backpressure signal); `end` hands a last frame and ends the stream.
  */
 export interface FrameSink {
   write(chunk: Uint8Array): boolean;
-  end(chunk?: Uint8Array): unknown;
+  readonly writableLength: number;
+  readonly writableHighWaterMark: number;
+  cork(): void;
+  uncork(): void;
+  end(last?: Uint8Array): unknown;
   destroy(): unknown;
   once(event: 'drain' | 'close', listener: () => void): unknown;
 }
@@ -37,6 +42,8 @@ export interface HubOptions {
   heartbeatMs: number;
   /** How long an overflowed subscriber's socket may take to flush its final frame before it is destroyed. */
   overflowGraceMs?: number;
+  /** `http-chunked` when sinks are sockets of chunked HTTP/1.1 responses (the agent); `raw` by default. */
+  framing?: Framing;
   now?: () => number;
   log?: (line: string) => void;
 }
@@ -67,8 +74,6 @@ export interface Published {
   receivers: number;
 }
 
-const HEARTBEAT = commentFrame('heartbeat');
-
 /** One open event stream. */
 class Subscriber {
   readonly projectId: string;
@@ -76,10 +81,13 @@ class Subscriber {
   readonly keyId: string | null;
   private readonly hub: RealtimeHub;
   private readonly sink: FrameSink;
-  // The queue is a growable ring over `slots`; `head` is the next frame to write.
+  // Frames the socket has not accepted yet: `slots` from `head` on (a queue without shift()).
   private slots: Buffer[] = [];
   private head = 0;
   private congested = false;
+  private corked = false;
+  /** The hub turn of this subscriber's last write (see `send`). */
+  private turn = -1;
   closed = false;
 
   constructor(hub: RealtimeHub, sink: FrameSink, projectId: string, channels: readonly string[], keyId: string | null) {
@@ -95,11 +103,26 @@ class Subscriber {
     return this.slots.length - this.head;
   }
 
-  /** Hands one frame to the socket, or queues it while the socket is not draining. */
+  /**
+   * Hands one frame to the socket, or queues it while the socket is not draining. The first frame of
+   * an event-loop turn is written at once (lowest latency: one send per event when events are
+   * sparse); the socket is then corked until the end of the turn, so a burst leaves in one writev.
+   */
   send(frame: Buffer): void {
     if (this.closed) return;
     if (!this.congested) {
-      if (!this.sink.write(frame)) this.wait();
+      const turn = this.hub.turn();
+      if (this.turn !== turn) this.turn = turn;
+      else if (!this.corked) {
+        this.corked = true;
+        this.sink.cork();
+        this.hub.uncorkLater(this);
+      }
+      if (!this.sink.write(frame)) {
+        // The cork holds this turn's frames: let them go now, and wait only if the socket itself is full.
+        this.uncork();
+        if (this.sink.writableLength >= this.sink.writableHighWaterMark) this.wait();
+      }
       return;
     }
     if (this.queued >= this.hub.queueLimit) {
@@ -110,9 +133,16 @@ class Subscriber {
     this.hub.noteQueued(this.queued);
   }
 
+  /** Lets the corked frames go (the hub calls this once per turn; also after the subscriber closed). */
+  uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.sink.uncork();
+  }
+
   /** A heartbeat only goes to a subscriber whose socket is draining: a queued one has data coming. */
-  heartbeat(): void {
-    if (!this.closed && !this.congested && !this.sink.write(HEARTBEAT)) this.wait();
+  heartbeat(frame: Buffer): void {
+    if (!this.closed && !this.congested) this.send(frame);
   }
 
   private wait(): void {
@@ -123,6 +153,7 @@ class Subscriber {
   private readonly onDrain = (): void => {
     if (this.closed) return;
     this.congested = false;
+    this.sink.cork();
     while (this.head < this.slots.length) {
       const frame = this.slots[this.head]!;
       this.slots[this.head++] = undefined as never;
@@ -131,6 +162,7 @@ class Subscriber {
         break;
       }
     }
+    this.sink.uncork();
     if (this.head === this.slots.length) {
       this.slots = [];
       this.head = 0;
@@ -145,8 +177,7 @@ class Subscriber {
     const dropped = this.queued + 1;
     this.release();
     this.hub.detach(this, 'overflow');
-    const frame = eventFrame(null, 'overflow', JSON.stringify({ reason: 'subscriber queue full', queue: this.hub.queueLimit, dropped }));
-    this.sink.end(frame);
+    this.sink.end(this.hub.frame(null, 'overflow', JSON.stringify({ reason: 'subscriber queue full', queue: this.hub.queueLimit, dropped })));
     // A reader that never reads again never lets `end` finish: the socket goes after a grace period.
     const timer = setTimeout(() => this.sink.destroy(), this.hub.overflowGraceMs);
     timer.unref();
@@ -184,6 +215,11 @@ export class RealtimeHub {
   private readonly projects = new Map<string, ProjectSubscribers>();
   private readonly all = new Set<Subscriber>();
   private readonly heartbeat: NodeJS.Timeout | null;
+  private readonly heartbeatFrame: Buffer;
+  private readonly framing: Framing;
+  private corked: Subscriber[] = [];
+  private flushScheduled = false;
+  private turns = 0;
   private seq = 0;
   private counters = { maxQueued: 0, overflows: 0, published: 0, deliveries: 0 };
 
@@ -193,6 +229,8 @@ export class RealtimeHub {
     this.overflowGraceMs = options.overflowGraceMs ?? 30_000;
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => {});
+    this.framing = options.framing ?? 'raw';
+    this.heartbeatFrame = commentFrame('heartbeat', this.framing);
     this.heartbeat = options.heartbeatMs > 0 ? setInterval(() => this.beat(), options.heartbeatMs) : null;
     this.heartbeat?.unref();
   }
@@ -210,7 +248,7 @@ export class RealtimeHub {
     this.counters.published++;
     const set = this.projects.get(projectId)?.channels.get(channel);
     if (!set || set.size === 0) return { event: delivered, json, receivers: 0 };
-    const frame = eventFrame(id, event, json);
+    const frame = this.frame(id, event, json);
     const receivers = set.size;
     for (const sub of set) sub.send(frame);
     this.counters.deliveries += receivers;
@@ -296,6 +334,41 @@ export class RealtimeHub {
     return n;
   }
 
+  /** An event frame in this hub's framing. */
+  frame(id: number | null, event: string, data: string): Buffer {
+    return eventFrame(id, event, data, this.framing);
+  }
+
+  /** A comment frame in this hub's framing (the opening line of a stream). */
+  comment(text: string): Buffer {
+    return commentFrame(text, this.framing);
+  }
+
+  /**
+   * The current turn: a number that changes once per event-loop turn in which anything was sent
+   * (the flush at the end of the turn advances it).
+   */
+  turn(): number {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+    return this.turns;
+  }
+
+  /** Uncorks `sub` at the end of the current turn: the rest of the turn's frames leave together. */
+  uncorkLater(sub: Subscriber): void {
+    this.corked.push(sub);
+  }
+
+  private readonly flush = (): void => {
+    const corked = this.corked;
+    this.corked = [];
+    this.flushScheduled = false;
+    this.turns++;
+    for (const sub of corked) sub.uncork();
+  };
+
   /** Records the length a queue reached. */
   noteQueued(length: number): void {
     if (length > this.counters.maxQueued) this.counters.maxQueued = length;
@@ -309,7 +382,7 @@ export class RealtimeHub {
   }
 
   private beat(): void {
-    for (const sub of this.all) sub.heartbeat();
+    for (const sub of this.all) sub.heartbeat(this.heartbeatFrame);
   }
 
   /** Stops the heartbeat and ends every stream (agent shutdown). */

@@ -4,11 +4,13 @@
  * - `GET  /internal/v1/projects/{id}/realtime/subscribe?channel=…[&key_id=…]` → Server-Sent Events.
  *
  * Subscribe does not go through the fetch-style internal API: a stream there would cost a web
- * ReadableStream and a pipe per subscriber. It is served on the raw Node response instead, so the hub
- * writes each shared frame Buffer straight to the socket (`attachSubscribeStream`). It checks the same
- * internal JWT before any work.
+ * ReadableStream and a pipe per subscriber. It is served on the raw Node response instead
+ * (`attachSubscribeStream`): once the head of a chunked HTTP/1.1 response is out, the hub writes each
+ * event's one shared Buffer, already framed as a chunk, straight to the socket, and `res.end()` writes
+ * the last chunk when the stream ends. It checks the same internal JWT before any work.
  */
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { parseBearer, verifyInternalToken } from '../../shared/auth.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
@@ -17,11 +19,10 @@ import { projectIdSchema } from '../../shared/schemas.ts';
 import type { AgentContext } from '../context.ts';
 import { pathParam, readJson } from '../http.ts';
 import type { InternalRouter } from '../internal-api.ts';
-import { commentFrame } from '../realtime/sse.ts';
+import type { FrameSink } from '../realtime/hub.ts';
 
 const SUBSCRIBE_PATH = /^\/internal\/v1\/projects\/([^/]+)\/realtime\/subscribe$/;
 const KEY_ID = /^[0-9a-f]{32}$/;
-const OPENED = commentFrame('subscribed');
 
 /** Registers the publish route (fetch-style). */
 export function register(router: InternalRouter): void {
@@ -48,7 +49,7 @@ export function attachSubscribeStream(server: Server, ctx: AgentContext): void {
       for (const listener of rest) listener.call(server, req, res);
       return;
     }
-    subscribe(req, res, match[1]!, ctx).catch((thrown) => {
+    subscribe(req, res, match[1]!, ctx).catch((thrown: unknown) => {
       const requestId = String(req.headers['x-request-id'] ?? newRequestId());
       if (res.headersSent) {
         ctx.log(`agent: realtime subscribe ${requestId} failed after its head: ${(thrown as Error).stack ?? thrown}`);
@@ -72,13 +73,39 @@ async function subscribe(req: IncomingMessage, res: ServerResponse, rawId: strin
   const channels = subscribeChannels(url);
   const keyId = url.searchParams.get('key_id');
   if (keyId !== null && !KEY_ID.test(keyId)) throw errors.invalid('key_id: must be 32 lowercase hex characters');
-  if (res.destroyed || req.socket.destroyed) return;
+  // The frames are HTTP/1.1 chunks; the only caller (the handlers' fetch) speaks HTTP/1.1.
+  if (req.httpVersion !== '1.1') throw errors.invalid('event streams need HTTP/1.1');
+  const socket = req.socket;
+  if (res.destroyed || socket.destroyed) return;
 
   // Capacity is checked before the head goes out, so a refused subscriber gets a proper error answer;
   // the head, the opening comment and the registration then happen in this same tick.
   ctx.realtime.admit(projectId);
-  req.socket.setNoDelay(true);
+  socket.setNoDelay(true);
   res.writeHead(200, SSE_HEADERS);
-  res.write(OPENED);
-  ctx.realtime.subscribe(projectId, channels, res, keyId);
+  res.flushHeaders();
+  const sink = responseSink(res, socket);
+  sink.write(ctx.realtime.comment('subscribed'));
+  ctx.realtime.subscribe(projectId, channels, sink, keyId);
+}
+
+/** The socket of a chunked response whose head is out, as the hub's sink. */
+function responseSink(res: ServerResponse, socket: Socket): FrameSink {
+  return {
+    write: (chunk) => (socket.writable ? socket.write(chunk) : true),
+    get writableLength() {
+      return socket.writableLength;
+    },
+    get writableHighWaterMark() {
+      return socket.writableHighWaterMark;
+    },
+    cork: () => socket.cork(),
+    uncork: () => socket.uncork(),
+    end: (last) => {
+      if (last && socket.writable) socket.write(last);
+      res.end(); // the terminating zero-length chunk
+    },
+    destroy: () => res.destroy(),
+    once: (event, listener) => (event === 'drain' ? socket.once('drain', listener) : res.once('close', listener)),
+  };
 }
