@@ -442,12 +442,17 @@ async function main(): Promise<void> {
     }
     console.log(`hub counters: ${stats.published} published, ${stats.deliveries} deliveries, max queue ${stats.maxQueued}, overflows ${stats.overflows}`);
 
+    // Both targets at once: a paced phase that delivered ≥ 100k/s with p99 < 100 ms. The "max" phase
+    // gives the throughput ceiling; its latency is mostly the window's own queueing (32 events × N).
     const max = hub.at(-1)!;
-    const at100 = hub.find((r) => r.phase === 'paced 100/s')!;
-    const ok1 = max.deliveriesPerSecond >= TARGET_DELIVERIES;
-    const ok2 = at100.p99 < TARGET_P99_MS && max.p99 < TARGET_P99_MS;
-    console.log(`\ntarget ≥ ${k(TARGET_DELIVERIES)} deliveries/s: ${k(max.deliveriesPerSecond)} at max → ${ok1 ? 'met' : 'NOT met'}`);
-    console.log(`target p99 < ${TARGET_P99_MS} ms: ${f(at100.p99, 2)} ms at 100k/s offered, ${f(max.p99, 2)} ms at max → ${ok2 ? 'met' : 'NOT met'}`);
+    const paced = hub.filter((r) => r.phase.startsWith('paced'));
+    const meeting = paced.filter((r) => r.deliveriesPerSecond >= TARGET_DELIVERIES && r.p99 < TARGET_P99_MS);
+    const fastest = paced.filter((r) => r.deliveriesPerSecond >= TARGET_DELIVERIES);
+    console.log(`\nthroughput ceiling (max phase): ${k(max.deliveriesPerSecond)} deliveries/s`);
+    for (const r of fastest) console.log(`at ${r.phase}: ${k(r.deliveriesPerSecond)} deliveries/s, p50 ${f(r.p50, 2)} ms, p99 ${f(r.p99, 2)} ms`);
+    console.log(
+      `targets ≥ ${k(TARGET_DELIVERIES)} deliveries/s with p99 < ${TARGET_P99_MS} ms: ${meeting.length ? `met (${meeting.map((r) => r.phase).join(', ')})` : 'NOT met in this run'}`,
+    );
   } finally {
     await agent.stop();
     await dynamo.stop();
