@@ -104,6 +104,10 @@ describe('project states', () => {
   it('GET reconciles an engine killed behind the agent’s back to sleeping, and writes it back', async () => {
     const id = await createProject(svc, token);
     await wake(svc, token, id);
+    const key = (await call(svc, 'POST', `/v0/projects/${id}/keys`, token, {})).body.key as string;
+    const v2 = () =>
+      fetch(`${svc.agent.dataplaneUrl}/v2/capabilities`, { headers: { authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3' } });
+    expect((await v2()).status).toBe(200);
     const { pid } = runRecord(id);
     const exits: string[] = [];
     const unsubscribe = tenants().onExit((projectId) => exits.push(projectId));
@@ -112,6 +116,11 @@ describe('project states', () => {
     expect(await waitFor(() => tenants().liveEndpoint(id) === null, 2000)).toBe(true);
     expect(exits).toEqual([id]);
     unsubscribe();
+    const started = Date.now();
+    const after = await v2();
+    expect(after.status).toBe(409);
+    expect(((await after.json()) as any).error.code).toBe('tenant_not_running');
+    expect(Date.now() - started).toBeLessThan(1000);
     const got = await call(svc, 'GET', `/v0/projects/${id}`, token);
     expect(got.body.state).toBe('sleeping');
     expect((await getProject(svc.db, id))!.state).toBe('sleeping');
