@@ -16,7 +16,7 @@ import { tooLargeError } from '../shared/blobs/limit.ts';
 import { blobName, newWriteId } from '../shared/blobs/names.ts';
 import { s3BlobStore } from '../shared/blobs/s3.ts';
 import type { BlobBackend, BlobBytes, BlobStore, ByteRange } from '../shared/blobs/store.ts';
-import type { ProjectRecord } from '../shared/db/projects.ts';
+import { getOwnedProject, type ProjectRecord } from '../shared/db/projects.ts';
 import { newReceipt } from '../shared/db/receipts.ts';
 import {
   commitObject,
@@ -33,10 +33,10 @@ import {
 } from '../shared/db/storage.ts';
 import { ServiceError, errors } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { pageQuerySchema } from '../shared/schemas.ts';
+import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { parseOr400 } from '../shared/validation.ts';
 import { nowIso } from '../shared/time.ts';
-import { requireOwnedProject } from './auth.ts';
+import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, pathParam, queryOf, readJson } from './http.ts';
 import { agentFor } from './placement.ts';
@@ -134,6 +134,23 @@ async function discardBlob(ctx: Ctx, project: ProjectRecord, backend: BlobBacken
   } catch (err) {
     ctx.deps.log(`storage: request ${ctx.requestId}: unreferenced ${backend} blob ${project.id}/${name} left behind: ${(err as Error).message}`);
   }
+}
+
+/**
+ * The caller's project and `reads` of that project's items, at once (one DynamoDB round trip, not
+ * two, on the byte routes). Reads have no effect, and their results are used only once ownership
+ * holds: a stranger still gets 404 and learns nothing from them.
+ */
+async function ownedWith<T>(
+  ctx: Ctx,
+  accountId: string,
+  projectId: string,
+  reads: () => Promise<T>,
+): Promise<{ project: ProjectRecord; value: T }> {
+  const [project, value] = await Promise.allSettled([getOwnedProject(ctx.deps.db, projectId, accountId), reads()]);
+  if (project.status === 'rejected') throw project.reason;
+  if (value.status === 'rejected') throw value.reason;
+  return { project: project.value, value: value.value };
 }
 
 async function requireBucket(ctx: Ctx, projectId: string, bucket: string): Promise<BucketRecord> {
@@ -264,7 +281,8 @@ export function register(router: Routes): void {
 
   router.put('/v0/projects/:id/storage/objects/:bucket/:key+', async (request, ctx) => {
     const { settings, db } = ctx.deps;
-    const { accountId, project } = await requireOwnedProject(request, ctx);
+    const accountId = await requireSession(request, ctx);
+    const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
     const maxBytes = settings.SVCD_STORAGE_MAX_BYTES;
@@ -274,9 +292,11 @@ export function register(router: Routes): void {
     const rawType = request.headers.get('content-type');
     const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
 
-    const [bucketRecord, current] = await Promise.all([getBucket(db, project.id, bucket), getObject(db, project.id, bucket, key)]);
-    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
     const backend = settings.SVCD_BLOB_BACKEND;
+    const { project, value: [bucketRecord, current] } = await ownedWith(ctx, accountId, projectId, () =>
+      Promise.all([getBucket(db, projectId, bucket), getObject(db, projectId, bucket, key)]),
+    );
+    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
     const store = await storeFor(ctx, project, backend);
 
     // 1. The bytes, into a blob nobody references yet.
@@ -333,10 +353,12 @@ export function register(router: Routes): void {
 
   const readObject = async (request: IRequest, ctx: Ctx, withBody: boolean): Promise<Response> => {
     const { db } = ctx.deps;
-    const { project } = await requireOwnedProject(request, ctx);
+    const accountId = await requireSession(request, ctx);
+    const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
-    let row = await getObject(db, project.id, bucket, key);
+    const { project, value: first } = await ownedWith(ctx, accountId, projectId, () => getObject(db, projectId, bucket, key));
+    let row = first;
     // A replace may delete the blob just read from the row: re-read the row and follow it.
     for (let attempt = 1; ; attempt++) {
       if (!row) {

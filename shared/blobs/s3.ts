@@ -8,8 +8,8 @@
  *   adapter), because the Node handler cannot send a web ReadableStream body: one streaming path.
  * - A body with a declared length is streamed in one PutObject; a body without one is sent as a
  *   multipart upload of bounded parts (S3 needs a length per request), so memory stays bounded
- *   either way. Size and ETag are then read back from the store (contract: "supplied by the blob
- *   store").
+ *   either way. The ETag is the store's answer to the write; the size is the byte count the store
+ *   acknowledged (it checks every request's length).
  * - Blob keys are `blobs/<project>/<name>`: `name` is a hash (shared/blobs/names.ts), never the key.
  * - SDK failures are translated here: a missing object is `null`, anything else is 502
  *   `upstream_unavailable` naming the S3 error, never its message (STYLE "Errors").
@@ -28,7 +28,7 @@ import {
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import type { Settings } from '../config.ts';
 import { ServiceError, errors } from '../errors.ts';
-import { byteLimit } from './limit.ts';
+import { tooLargeError } from './limit.ts';
 import type { BlobBytes, BlobPut, BlobStore, BlobWritten, ByteRange } from './store.ts';
 
 /** The settings the `s3` backend reads. */
@@ -83,8 +83,13 @@ export function createS3BlobStore(client: S3Client, bucket: string): BlobStore {
     return { size: out.ContentLength, etag: unquote(out.ETag) };
   }
 
-  async function putWithoutLength(key: string, body: ReadableStream<Uint8Array>, input: BlobPut): Promise<void> {
+  /**
+   * Sends a body of unknown length, counting it against the limit as it is read (the part buffer
+   * is where the bytes go anyway: no extra stream stage). Answers the store's ETag and the size.
+   */
+  async function putWithoutLength(key: string, body: ReadableStream<Uint8Array>, input: BlobPut): Promise<{ etag?: string; size: number }> {
     const reader = body.getReader();
+    let size = 0;
     // One part buffer, reused: each part is sent before the next is read (bounded memory). A limit
     // below the part size never fills it, since the counting stream fails first.
     const part = new Uint8Array(Math.min(S3_PART_BYTES, input.maxBytes + 1));
@@ -111,6 +116,8 @@ export function createS3BlobStore(client: S3Client, bucket: string): BlobStore {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
+        size += value.byteLength;
+        if (size > input.maxBytes) throw tooLargeError(input.maxBytes);
         let at = 0;
         while (at < value.byteLength) {
           if (filled === part.byteLength) await sendPart();
@@ -122,17 +129,18 @@ export function createS3BlobStore(client: S3Client, bucket: string): BlobStore {
       }
       if (!uploadId) {
         // The whole body fit one part: a plain PutObject.
-        await client.send(
+        const out = await client.send(
           new PutObjectCommand({ Bucket: bucket, Key: key, Body: part.subarray(0, filled), ContentLength: filled, ContentType: input.contentType }),
           opts,
         );
-        return;
+        return { etag: out.ETag, size };
       }
       if (filled > 0) await sendPart();
-      await client.send(
+      const out = await client.send(
         new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
         opts,
       );
+      return { etag: out.ETag, size };
     } catch (err) {
       reader.cancel(err).catch(() => {});
       if (uploadId) {
@@ -147,29 +155,38 @@ export function createS3BlobStore(client: S3Client, bucket: string): BlobStore {
 
     async put(project: string, name: string, input: BlobPut): Promise<BlobWritten> {
       const key = s3KeyOf(project, name);
-      const limit = byteLimit(input.maxBytes, input.length);
-      const body = input.body.pipeThrough(limit.stream);
+      if (input.length !== null && input.length > input.maxBytes) throw tooLargeError(input.maxBytes);
       let written = false;
       try {
-        if (input.length === 0) {
-          await body.cancel().catch(() => {});
-          await client.send(
-            new PutObjectCommand({ Bucket: bucket, Key: key, Body: new Uint8Array(0), ContentLength: 0, ContentType: input.contentType }),
+        let etag: string | undefined;
+        let size: number;
+        if (input.length !== null) {
+          // A declared length bounds the body already (the HTTP layer delimits it, and the store
+          // checks it), so the request body goes to the store untouched: in workerd a stream stage
+          // written in JavaScript would cost most of the throughput and lose the length.
+          const out = await client.send(
+            new PutObjectCommand({
+              Bucket: bucket,
+              Key: key,
+              Body: input.length === 0 ? new Uint8Array(0) : input.body,
+              ContentLength: input.length,
+              ContentType: input.contentType,
+            }),
             { abortSignal: input.signal },
           );
-        } else if (input.length !== null) {
-          await client.send(
-            new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: input.length, ContentType: input.contentType }),
-            { abortSignal: input.signal },
-          );
+          if (input.length === 0) await input.body.cancel().catch(() => {});
+          etag = out.ETag;
+          size = input.length;
         } else {
-          await putWithoutLength(key, body, input);
+          ({ etag, size } = await putWithoutLength(key, input.body, input));
         }
         written = true;
-        return await head(key);
+        // The store acknowledged exactly these bytes (it checks every request's length); a store
+        // that answers no ETag is asked for both.
+        return etag ? { size, etag: unquote(etag) } : await head(key);
       } catch (err) {
         if (written) await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
-        throw limit.failure() ?? translate(err);
+        throw translate(err);
       }
     },
 
