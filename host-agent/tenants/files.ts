@@ -1,5 +1,6 @@
 /** Small crash-safe file helpers of the supervisor: durable JSON records and durable renames. */
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** fsync a file or directory, so a new entry or a rename survives a crash of the machine. */
@@ -24,6 +25,25 @@ export function writeJsonDurable(path: string, value: unknown): void {
   }
   renameSync(tmp, path);
   fsyncPath(dirname(path));
+}
+
+/** writeJsonDurable without blocking the event loop (used while an engine boots). */
+export async function writeJsonDurableAsync(path: string, value: unknown): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(16).slice(2)}`;
+  const file = await open(tmp, 'w', 0o600);
+  try {
+    await file.writeFile(`${JSON.stringify(value)}\n`);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  const dir = await open(dirname(path), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
 }
 
 /** Reads a JSON record, or null when it is absent or torn (a torn record is treated as absent). */

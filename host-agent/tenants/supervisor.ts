@@ -26,7 +26,7 @@ import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
 import { checkPin, type PinCheck } from '../engine-cli.ts';
 import { commandFailure, engineEnvironment, runCommand } from './engine-commands.ts';
-import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable } from './files.ts';
+import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable, writeJsonDurableAsync } from './files.ts';
 import { dirStamp, layoutOf, type Layout } from './layout.ts';
 import { TenantLogs } from './logs.ts';
 import { PortPool } from './ports.ts';
@@ -595,6 +595,9 @@ export class Tenants {
         closeSync(fd);
       }
       const startedAt = nowIso(this.#ctx.now());
+      // The pid record is written (durably) while the engine boots; it must exist before the engine
+      // counts as running, so a restarted agent always finds what this one started.
+      let recordWritten: Promise<unknown> = Promise.resolve();
       if (spawned.process.pid > 0) {
         const record: RunRecord = {
           project: projectId,
@@ -606,10 +609,15 @@ export class Tenants {
           started_at: startedAt,
           agent_id: this.#ctx.agentId,
         };
-        writeJsonDurable(this.layout.runRecord(projectId), record);
+        recordWritten = writeJsonDurableAsync(this.layout.runRecord(projectId), record).then(
+          () => null,
+          (err: Error) => err,
+        );
         if (attempt === 1) onSpawned();
       }
-      const failure = await this.#awaitReady(spawned, port, deadline);
+      let failure = await this.#awaitReady(spawned, port, deadline);
+      const recordError = await recordWritten;
+      if (failure === null && recordError instanceof Error) failure = `its pid record could not be written (${recordError.message})`;
       if (failure === null) {
         const live: Live = { projectId, host: ENGINE_HOST, port, proc: spawned.process, startedAt, adopted: false, stopping: false, cleaned: false };
         this.#track(live);
