@@ -31,7 +31,7 @@ import {
   type BucketRecord,
   type ObjectRecord,
 } from '../shared/db/storage.ts';
-import { ServiceError, errors } from '../shared/errors.ts';
+import { ServiceError, errorResponse, errors } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { parseOr400 } from '../shared/validation.ts';
@@ -288,7 +288,7 @@ export function register(router: Routes): void {
     const maxBytes = settings.SVCD_STORAGE_MAX_BYTES;
     const length = declaredLength(request);
     // Refused before a byte is read or anything is written (contract "Limits").
-    if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
+    if (length !== null && length > maxBytes) return refuseUnread(request, ctx, tooLargeError(maxBytes));
     const rawType = request.headers.get('content-type');
     const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
 
@@ -457,6 +457,43 @@ export function register(router: Routes): void {
       await pause(Math.random() * 10 * attempt);
     }
   });
+}
+
+/** How long a refused body is read and discarded so that its answer arrives (see refuseUnread). */
+const LINGER_MS = 30_000;
+
+/**
+ * Answers `err` to a request whose body is still unread, reading and discarding the body meanwhile
+ * (for at most LINGER_MS) before the answer ends. A server that closes a connection with request
+ * bytes unread resets it, and the client can lose the answer with it (RFC 9112 §9.6, "lingering
+ * close"): Node lingers by itself, workerd does not. Nothing of the body is kept.
+ */
+function refuseUnread(request: Request, ctx: Ctx, err: ServiceError): Response {
+  const refused = errorResponse(err, ctx.requestId, ctx.deps.log);
+  const body = request.body;
+  if (!body || !refused.body) return refused;
+  const answer = refused.body;
+  const deadline = Date.now() + LINGER_MS;
+  const lingering = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const out = answer.getReader();
+      for (;;) {
+        const { done, value } = await out.read();
+        if (done) break;
+        controller.enqueue(value);
+      }
+      const reader = body.getReader();
+      try {
+        while (Date.now() < deadline) if ((await reader.read()).done) break;
+      } catch {
+        // The client went away: nothing left to answer.
+      } finally {
+        reader.cancel().catch(() => {});
+        controller.close();
+      }
+    },
+  });
+  return new Response(lingering, { status: refused.status, headers: refused.headers });
 }
 
 /** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */
