@@ -280,24 +280,16 @@ export function register(router: Routes): void {
   });
 
   router.put('/v0/projects/:id/storage/objects/:bucket/:key+', async (request, ctx) => {
-    const { settings, db } = ctx.deps;
-    const accountId = await requireSession(request, ctx);
-    const projectId = pathParam(request.params.id, 'id', projectIdSchema);
-    const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
-    const key = pathParam(request.params.key, 'key', objectKeySchema);
-    const maxBytes = settings.SVCD_STORAGE_MAX_BYTES;
-    const length = declaredLength(request);
-    // Refused before a byte is read or anything is written (contract "Limits").
-    if (length !== null && length > maxBytes) return refuseUnread(request, ctx, tooLargeError(maxBytes));
-    const rawType = request.headers.get('content-type');
-    const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
-
-    const backend = settings.SVCD_BLOB_BACKEND;
-    const { project, value: [bucketRecord, current] } = await ownedWith(ctx, accountId, projectId, () =>
-      Promise.all([getBucket(db, projectId, bucket), getObject(db, projectId, bucket, key)]),
-    );
-    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
-    const store = await storeFor(ctx, project, backend);
+    // Every refusal before the body is consumed is answered while the body is drained (refuseUnread).
+    let prepared: Awaited<ReturnType<typeof preparePut>>;
+    try {
+      prepared = await preparePut(request, ctx);
+    } catch (err) {
+      if (request.body && !request.bodyUsed) return refuseUnread(request, ctx, err);
+      throw err;
+    }
+    const { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store } = prepared;
+    const { db } = ctx.deps;
 
     // 1. The bytes, into a blob nobody references yet.
     const name = await blobName(project.id, bucket, key, newWriteId());
@@ -459,6 +451,29 @@ export function register(router: Routes): void {
   });
 }
 
+/** Everything a PUT of bytes checks and reads before it touches the body (any failure here is answered unread). */
+async function preparePut(request: IRequest, ctx: Ctx) {
+  const { settings, db } = ctx.deps;
+  const accountId = await requireSession(request, ctx);
+  const projectId = pathParam(request.params.id, 'id', projectIdSchema);
+  const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
+  const key = pathParam(request.params.key, 'key', objectKeySchema);
+  const maxBytes = settings.SVCD_STORAGE_MAX_BYTES;
+  const length = declaredLength(request);
+  // Refused before a byte is read or anything is written (contract "Limits").
+  if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
+  const rawType = request.headers.get('content-type');
+  const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
+
+  const backend = settings.SVCD_BLOB_BACKEND;
+  const { project, value: [bucketRecord, current] } = await ownedWith(ctx, accountId, projectId, () =>
+    Promise.all([getBucket(db, projectId, bucket), getObject(db, projectId, bucket, key)]),
+  );
+  if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
+  const store = await storeFor(ctx, project, backend);
+  return { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store };
+}
+
 /** How long a refused body is read and discarded so that its answer arrives (see refuseUnread). */
 const LINGER_MS = 30_000;
 
@@ -468,7 +483,7 @@ const LINGER_MS = 30_000;
  * bytes unread resets it, and the client can lose the answer with it (RFC 9112 §9.6, "lingering
  * close"): Node lingers by itself, workerd does not. Nothing of the body is kept.
  */
-function refuseUnread(request: Request, ctx: Ctx, err: ServiceError): Response {
+function refuseUnread(request: Request, ctx: Ctx, err: unknown): Response {
   const refused = errorResponse(err, ctx.requestId, ctx.deps.log);
   const body = request.body;
   if (!body || !refused.body) return refused;
