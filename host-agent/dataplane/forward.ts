@@ -68,8 +68,8 @@ export interface ForwardRequest {
   method: string;
   path: string;
   headers: string[];
-  /** The body: the client request itself, a counting wrapper of it, or null. */
-  body: Readable | AsyncIterable<Uint8Array> | null;
+  /** The body: bytes already received, a stream or iterator over the client's request, or null. */
+  body: Uint8Array | Readable | AsyncIterable<Uint8Array> | null;
   /** Headers added to the answer (say `x-request-id`). */
   extraResponseHeaders?: OutgoingHttpHeaders;
 }

@@ -15,13 +15,13 @@
  * Errors the service produces carry the error envelope and `X-Request-Id`. A warm request reads
  * nothing from DynamoDB (host-agent/dataplane/key-cache.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseBearer, parseProjectKey } from '../../shared/auth.ts';
 import { ServiceError, WWW_AUTHENTICATE, envelopeOf, errors } from '../../shared/errors.ts';
-import { newRequestId } from '../../shared/ids.ts';
 import { listen } from '../../shared/node-http.ts';
-import { forward, upstreamRequestHeaders, UpstreamError } from './forward.ts';
+import { forward, HOP_BY_HOP, UpstreamError } from './forward.ts';
 import type { KeyCache } from './key-cache.ts';
 import { Upstreams, type EngineEndpoint } from './upstreams.ts';
 
@@ -51,9 +51,6 @@ export interface Dataplane {
   close(): Promise<void>;
 }
 
-/** Request headers never sent to an engine: the credential stays with the service. */
-const NOT_FORWARDED = new Set(['authorization']);
-
 const PROJECT_REF = /^(?:prj_)?([0-9a-f]{16})$/;
 
 /** Writes a service error: envelope, `X-Request-Id`, and the challenge on 401. */
@@ -78,10 +75,80 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
 }
 
-/** The single Authorization header's bearer token (node keeps only the first of duplicates in `headers`). */
-function bearerOf(req: IncomingMessage): string {
-  const values = req.headersDistinct.authorization;
-  if (!values) throw errors.unauthenticated('the Authorization header is missing');
+let idPool = Buffer.alloc(0);
+let idOffset = 0;
+
+/** `req_` + 16 hex (the format of shared/ids.ts newRequestId), from a pooled CSPRNG buffer: one
+ * getrandom call per 512 requests instead of one per request on the hot path. */
+function requestId(): string {
+  if (idOffset + 8 > idPool.length) {
+    idPool = randomBytes(8 * 512);
+    idOffset = 0;
+  }
+  const id = `req_${idPool.toString('hex', idOffset, idOffset + 8)}`;
+  idOffset += 8;
+  return id;
+}
+
+/** What the listener reads from a request's headers, in one pass over the raw list. */
+interface Scanned {
+  authorization: string[];
+  projectRefs: string[];
+  contentLength: string | undefined;
+  chunked: boolean;
+  /** Headers for the engine, undici's flat `[name, value, ...]`: no hop-by-hop ones, no credential, no host. */
+  forwarded: string[];
+}
+
+/**
+ * One pass over `rawHeaders` (duplicates kept, which `req.headers` would fold or drop) instead of
+ * node's two lazily built header objects: the hot path reads headers once.
+ */
+function scan(raw: string[]): Scanned {
+  const out: Scanned = { authorization: [], projectRefs: [], contentLength: undefined, chunked: false, forwarded: [] };
+  let listed: string[] | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    switch (name) {
+      case 'authorization':
+        out.authorization.push(value);
+        continue;
+      case 'x-svc-project':
+        out.projectRefs.push(value);
+        break;
+      case 'content-length':
+        out.contentLength = value;
+        break;
+      case 'transfer-encoding':
+        out.chunked = true;
+        continue;
+      case 'connection':
+        for (const t of value.split(',')) {
+          const token = t.trim().toLowerCase();
+          if (token) (listed ??= []).push(token);
+        }
+        continue;
+      case 'host':
+      case 'expect':
+        continue;
+    }
+    if (!HOP_BY_HOP.has(name)) out.forwarded.push(raw[i]!, value);
+  }
+  if (listed) {
+    // Names listed in Connection are hop-by-hop too (RFC 9110 §7.6.1); the credential is never one.
+    const kept: string[] = [];
+    for (let i = 0; i < out.forwarded.length; i += 2) {
+      if (!listed.includes(out.forwarded[i]!.toLowerCase())) kept.push(out.forwarded[i]!, out.forwarded[i + 1]!);
+    }
+    out.forwarded = kept;
+  }
+  return out;
+}
+
+/** The bearer token of exactly one Authorization header, by the rules of shared/auth.ts parseBearer. */
+function bearerOf(values: string[]): string {
+  if (values.length === 0) throw errors.unauthenticated('the Authorization header is missing');
   if (values.length !== 1) throw errors.unauthenticated('the Authorization header must appear exactly once');
   let headers: Headers;
   try {
@@ -90,6 +157,35 @@ function bearerOf(req: IncomingMessage): string {
     throw errors.unauthenticated('the Authorization header must be exactly one "Bearer <token>"');
   }
   return parseBearer(headers);
+}
+
+/** Bodies up to this size are taken whole (below node's 16 KiB request buffer, so nothing extra is held). */
+const SMALL_BODY = 8 * 1024;
+
+/**
+ * A small body once the whole of it has arrived, read from node's request buffer in one piece;
+ * undefined when the client goes away first.
+ */
+function arrived(req: IncomingMessage): Promise<Buffer | null | undefined> {
+  const take = () => (req.readableLength > 0 ? (req.read() as Buffer) : null);
+  if (req.complete) return Promise.resolve(take());
+  return new Promise((resolve) => {
+    const onReadable = () => {
+      if (!req.complete) return;
+      cleanup();
+      resolve(take());
+    };
+    const onClose = () => {
+      cleanup();
+      resolve(undefined);
+    };
+    const cleanup = () => {
+      req.off('readable', onReadable);
+      req.off('close', onClose);
+    };
+    req.on('readable', onReadable);
+    req.once('close', onClose);
+  });
 }
 
 /**
@@ -120,19 +216,19 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       throw errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
     }
 
-    const presented = parseProjectKey(bearerOf(req));
+    const h = scan(req.rawHeaders);
+    const presented = parseProjectKey(bearerOf(h.authorization));
     if (!presented) throw errors.unauthenticated('/v2 takes a project key (svc1_<key_id>_<secret>); a session token is not accepted');
     const { projectId } = await keys.verify(presented);
 
-    const refs = req.headersDistinct['x-svc-project'];
-    if (refs !== undefined) {
-      const m = refs.length === 1 ? PROJECT_REF.exec(refs[0]!) : null;
+    if (h.projectRefs.length > 0) {
+      const m = h.projectRefs.length === 1 ? PROJECT_REF.exec(h.projectRefs[0]!) : null;
       if (!m || `prj_${m[1]}` !== projectId) {
         throw errors.denied('X-Svc-Project does not name the project of this key (expected prj_<16 hex> or the bare 16 hex)');
       }
     }
 
-    const declared = req.headers['content-length'];
+    const declared = h.contentLength;
     if (declared !== undefined && Number(declared) > maxBytes) {
       throw errors.tooLarge(`request body exceeds ${maxBytes} bytes (SVCD_DATAPLANE_MAX_BYTES)`);
     }
@@ -142,15 +238,27 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
     }
 
-    // Content-Length is enforced by node's parser (never more bytes than declared); only a body
-    // without one needs counting.
-    const chunked = req.headers['transfer-encoding'] !== undefined;
-    const body = chunked ? bodyOf(req, maxBytes) : declared !== undefined && declared !== '0' ? bodyOf(req, null) : null;
+    let body: Buffer | AsyncGenerator<Buffer> | null = null;
+    if (h.chunked) {
+      body = bodyOf(req, maxBytes);
+    } else if (declared !== undefined && declared !== '0') {
+      const length = Number(declared);
+      // Content-Length is enforced by node's parser (never more bytes than declared). A small body
+      // (the usual SQL request) is taken whole once it has arrived: it is already in node's request
+      // buffer, and one write upstream is much cheaper than stream machinery per request.
+      if (length <= SMALL_BODY) {
+        const whole = await arrived(req);
+        if (whole === undefined) return; // the client went away before sending its body
+        body = whole;
+      } else {
+        body = bodyOf(req, null);
+      }
+    }
     try {
       await forward(upstreams.for(projectId, endpoint), req, res, {
         method: req.method ?? 'GET',
         path,
-        headers: upstreamRequestHeaders(req, NOT_FORWARDED),
+        headers: h.forwarded,
         body,
         extraResponseHeaders: { 'x-request-id': requestId },
       });
@@ -164,11 +272,11 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
   }
 
   const server = createServer((req, res) => {
-    const requestId = newRequestId();
-    handle(req, res, requestId).catch((thrown: unknown) => {
-      if (thrown instanceof ServiceError) return fail(req, res, requestId, thrown);
-      log(`dataplane: request ${requestId} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
-      fail(req, res, requestId, new ServiceError('internal', `internal error (request ${requestId})`));
+    const id = requestId();
+    handle(req, res, id).catch((thrown: unknown) => {
+      if (thrown instanceof ServiceError) return fail(req, res, id, thrown);
+      log(`dataplane: request ${id} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
+      fail(req, res, id, new ServiceError('internal', `internal error (request ${id})`));
     });
   });
   server.keepAliveTimeout = 65_000;

@@ -207,6 +207,19 @@ describe('a client that disconnects mid-stream', () => {
     expect(conns).toBe(1); // only the test's own keep-alive client
   });
 
+  it('before a small body has fully arrived: nothing is forwarded, nothing stays open', async () => {
+    const before = sink.seen.length;
+    const socket = connect(plane.port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(`POST /v2/sql HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-length: 1000\r\n\r\n{"sql":`);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.destroy();
+    await settled();
+    expect(sink.seen.length).toBe(before);
+    const conns = await new Promise<number>((r) => plane.server.getConnections((_, n) => r(n)));
+    expect(conns).toBe(1);
+  });
+
   it('mid-download: the upstream response is abandoned, nothing stays open', async () => {
     const c = new Client(plane.url);
     const r = await c.request({ method: 'GET', path: `/v2/download?bytes=${200 * MiB}`, headers: auth() });
