@@ -1,7 +1,9 @@
 /**
  * Runs one-shot engine commands (`version`, `init`, `status`, `backup`, `restore`) through the engine
  * contract (DESIGN §6): argv only, never a shell; one JSON document on stdout; exit codes mapped to
- * the service's errors. The agent never imports engine code.
+ * the service's errors. Engines run with a minimal environment (no `SVCD_*` settings: secrets never
+ * reach an engine), and what an engine says goes to the tenant's log, never to a client. The agent
+ * never imports engine code.
  */
 import { spawn } from 'node:child_process';
 import { errors, ServiceError } from '../shared/errors.ts';
@@ -26,10 +28,32 @@ export interface EngineResult {
   stderr: string;
 }
 
-/** Runs `bin args...`, killing it after `timeoutMs`. A missing binary rejects with ENOENT. */
-export function runEngine(bin: string, args: string[], timeoutMs: number): Promise<EngineResult> {
+/** The engine's message in its error document, for logs. */
+export function engineMessage(result: EngineResult): string {
+  const err = (result.json as { error?: { message?: unknown } } | null)?.error;
+  return typeof err?.message === 'string' ? err.message : `exit ${result.code ?? result.signal}`;
+}
+
+/**
+ * The environment engines run with: the process basics only, plus Node's compile cache (the
+ * reference engine is a Node program; the cache halves its start-up, measured in
+ * test/bench/lifecycle.bench.ts). Any other engine build ignores the variable.
+ */
+export function engineEnvironment(compileCache: string | null): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
+  if (compileCache) env.NODE_COMPILE_CACHE = compileCache;
+  return env;
+}
+
+/** Runs `bin args...` with `env`, killing it after `timeoutMs`. A missing binary rejects with ENOENT. */
+export function runCommand(bin: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<EngineResult & { timedOut: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -38,7 +62,11 @@ export function runEngine(bin: string, args: string[], timeoutMs: number): Promi
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       if (stderr.length < 1 << 16) stderr += d;
     });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -46,35 +74,35 @@ export function runEngine(bin: string, args: string[], timeoutMs: number): Promi
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       let json: Record<string, unknown> | null = null;
-      const text = stdout.trim() || stderr.trim();
+      const lines = stdout.trim().split('\n');
       try {
-        const parsed = JSON.parse(text.split('\n').pop() ?? '');
-        if (parsed && typeof parsed === 'object') json = parsed;
+        const parsed = JSON.parse(lines[lines.length - 1] ?? '');
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) json = parsed;
       } catch {
         json = null;
       }
-      resolve({ code, signal, json, stderr });
+      resolve({ code, signal, json, stderr: stdout.trim() && !json ? `${stdout}\n${stderr}` : stderr, timedOut });
     });
   });
 }
 
-/** The engine's message in its error document, for logs. */
-export function engineMessage(result: EngineResult): string {
-  const err = (result.json as { error?: { message?: unknown } } | null)?.error;
-  return typeof err?.message === 'string' ? err.message : `exit ${result.code ?? result.signal}`;
-}
-
-/** Maps a failed engine command to the service error its exit code stands for. */
-export function engineFailure(result: EngineResult, what: string): ServiceError {
+/**
+ * Maps a failed one-shot command to the error its exit code stands for (docs/engine.md). The engine's
+ * own message is logged by the caller, not put into the answer.
+ */
+export function commandFailure(result: EngineResult & { timedOut?: boolean }, what: string): ServiceError {
+  if (result.timedOut) return errors.upstream(`${what}: the engine did not finish in time`);
   switch (result.code) {
     case ENGINE_EXIT.lockHeld:
       return new ServiceError('tenant_running', `${what}: the engine holds the data directory; sleep the project first`);
     case ENGINE_EXIT.notInitialized:
-      return new ServiceError('tenant_not_running', `${what}: the tenant has never started`);
+      return new ServiceError('tenant_not_running', `${what}: the tenant has never started, it has no data directory`);
     case ENGINE_EXIT.corruptBackup:
-      return errors.conflict(`${what}: the backup failed verification`);
+      return errors.conflict(`${what}: the backup failed the engine's verification`);
+    case ENGINE_EXIT.targetExists:
+      return errors.conflict(`${what}: the engine's target directory already exists`);
     default:
-      return errors.upstream(`${what}: the engine failed (${engineMessage(result)})`);
+      return errors.upstream(`${what}: the engine failed (exit ${result.code ?? result.signal}); see the tenant log`);
   }
 }
 
@@ -89,7 +117,7 @@ export interface PinCheck {
 export async function checkPin(bin: string, timeoutMs = 15000): Promise<PinCheck> {
   let result: EngineResult;
   try {
-    result = await runEngine(bin, ['version', '--json'], timeoutMs);
+    result = await runCommand(bin, ['version', '--json'], engineEnvironment(null), timeoutMs);
   } catch (err) {
     return { ok: false, version: null, reason: `engine binary ${bin} cannot run (${(err as NodeJS.ErrnoException).code ?? err})` };
   }

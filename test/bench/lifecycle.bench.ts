@@ -24,7 +24,7 @@ import { join, resolve } from 'node:path';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp, type App } from '../../handlers/index.ts';
 import { startAgent } from '../../host-agent/agent.ts';
-import { engineEnvironment } from '../../host-agent/tenants/engine-commands.ts';
+import { engineEnvironment } from '../../host-agent/engine-cli.ts';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
