@@ -9,6 +9,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadSettings, type Settings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
+import { getAgent } from '../../shared/db/agents.ts';
+import { startFront } from './front-proxy.ts';
 import { assertPortFree, freePort, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
 
 import { NODE_BIN, REPO_ROOT } from './paths.ts';
@@ -149,10 +151,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const ready = await awaitReadyLine(agent.child, 'host agent', 60_000, agent.output);
     log(`stack: host agent ${String(ready.agent_id)} ready at ${String(ready.internal_url)}`);
 
-    const worker = spawnService(NODE_BIN, [join(REPO_ROOT, 'infra/local/worker-host.ts')], childEnv, options.agentOutput === 'inherit');
+    // miniflare listens on a free internal port; the front owns SVCD_PORT and sends /v2 to the
+    // agent's /v2 listener, the rest to miniflare: one origin for /v0 and /v2 (docs/dataplane.md).
+    const worker = spawnService(NODE_BIN, [join(REPO_ROOT, 'infra/local/worker-host.ts')], { ...childEnv, SVCD_PORT: '0' }, options.agentOutput === 'inherit');
     cleanups.push(() => stopChild(worker.child, 10_000));
     const workerReady = await awaitReadyLine(worker.child, 'worker host (miniflare)', 60_000, worker.output);
-    const url = String(workerReady.url);
+    const registered = await getAgent(createDb(settings), String(ready.agent_id));
+    if (!registered) throw new Error(`host agent ${String(ready.agent_id)} is not registered`);
+    const front = await startFront(
+      { handlers: String(workerReady.url), dataplane: registered.dataplane_url },
+      { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log },
+    );
+    cleanups.push(() => front.close());
+    const url = front.url;
 
     return {
       url,
