@@ -210,7 +210,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
   const { endpoints, keys, maxBytes, log } = options;
   const upstreams = new Upstreams();
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean): Promise<void> {
     const path = req.url ?? '';
     if (!(path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?'))) {
       throw errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
@@ -238,6 +238,9 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
     }
 
+    // A client that asked `Expect: 100-continue` sends its body only now that every check passed;
+    // a refused one never sends it.
+    if (expectsContinue) res.writeContinue();
     let body: Buffer | AsyncGenerator<Buffer> | null = null;
     if (h.chunked) {
       body = bodyOf(req, maxBytes);
@@ -271,14 +274,16 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     }
   }
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
     const id = requestId();
-    handle(req, res, id).catch((thrown: unknown) => {
+    handle(req, res, id, expectsContinue).catch((thrown: unknown) => {
       if (thrown instanceof ServiceError) return fail(req, res, id, thrown);
       log(`dataplane: request ${id} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
       fail(req, res, id, new ServiceError('internal', `internal error (request ${id})`));
     });
-  });
+  };
+  const server = createServer((req, res) => onRequest(req, res, false));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
   server.keepAliveTimeout = 65_000;
   await listen(server, options.host, options.port, 'SVCD_DATAPLANE_PORT');
   const port = (server.address() as AddressInfo).port;

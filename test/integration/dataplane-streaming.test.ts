@@ -266,6 +266,29 @@ describe('the body limit (SVCD_DATAPLANE_MAX_BYTES)', () => {
     expect(sink.open.size).toBe(0);
   });
 
+  it('answers Expect: 100-continue only once every check passed, so a refused client never sends its body', async () => {
+    const exchange = async (port: number, length: number, auth: string) => {
+      const socket = connect(port, '127.0.0.1');
+      const closed = new Promise((r) => socket.once('close', r));
+      let text = '';
+      socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+      socket.write(`POST /v2/sql HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${auth}\r\ncontent-length: ${length}\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n`);
+      for (let i = 0; i < 200 && !/\r\n\r\n/.test(text); i++) await new Promise((r) => setTimeout(r, 5));
+      const first = text;
+      if (first.startsWith('HTTP/1.1 100')) socket.write(Buffer.alloc(length, 0x62));
+      await closed;
+      return { first, all: text };
+    };
+    const refused = await exchange(small.port, 2 * MiB, key);
+    expect(refused.first).toMatch(/^HTTP\/1\.1 413 /);
+    const unauthenticated = await exchange(small.port, 10, 'nope');
+    expect(unauthenticated.first).toMatch(/^HTTP\/1\.1 401 /);
+    const accepted = await exchange(small.port, 1000, key);
+    expect(accepted.first).toMatch(/^HTTP\/1\.1 100 Continue/);
+    expect(accepted.all).toContain('{"bytes":1000}');
+    expect(sink.seen.at(-1)!.headers.expect).toBeUndefined();
+  });
+
   it('passes a body exactly at the limit', async () => {
     const c = new Client(small.url);
     const r = await c.request({ method: 'POST', path: '/v2/sql', headers: auth(), body: chunks(MiB) });
