@@ -18,6 +18,8 @@ export function register(router: InternalRouter): void {
     const keyId = pathParam(request.params.key_id, 'key_id', keyIdSchema);
     await readJson(request, invalidateRequestSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     ctx.keyCache.invalidate(keyId);
+    // Realtime streams opened with the key end too: revocation leaves nothing authorised by it.
+    ctx.realtime.closeKey(keyId);
     return json({ key_id: keyId, invalidated: true });
   });
 }

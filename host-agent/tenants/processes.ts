@@ -88,7 +88,7 @@ export interface SpawnedServe {
 }
 
 /**
- * Spawns `bin serve --data-dir D --listen host:port` in its own process group (so a terminal's Ctrl-C
+ * Spawns `bin serve --data-dir D --listen host:port --max-body-bytes N` in its own process group (so a terminal's Ctrl-C
  * reaches only the agent, which stops engines in order, and engines outlive a killed agent to be
  * adopted). stdout is a pipe only for the ready line; after it, stdout goes to `onOutput`. stderr is
  * the log file descriptor itself (logs.ts explains why).
@@ -98,11 +98,14 @@ export function spawnServe(options: {
   dataDir: string;
   host: string;
   port: number;
+  /** The engine's request-body limit: the data plane's, so the agent's 413 is the one that applies. */
+  maxBodyBytes: number;
   env: NodeJS.ProcessEnv;
   stderrFd: number;
   onOutput: (text: string) => void;
 }): SpawnedServe {
-  const child = spawn(options.bin, ['serve', '--data-dir', options.dataDir, '--listen', `${options.host}:${options.port}`], {
+  const args = ['serve', '--data-dir', options.dataDir, '--listen', `${options.host}:${options.port}`, '--max-body-bytes', String(options.maxBodyBytes)];
+  const child = spawn(options.bin, args, {
     detached: true,
     stdio: ['ignore', 'pipe', options.stderrFd],
     env: options.env,

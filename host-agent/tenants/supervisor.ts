@@ -586,6 +586,7 @@ export class Tenants {
           dataDir,
           host: ENGINE_HOST,
           port,
+          maxBodyBytes: this.#ctx.settings.SVCD_DATAPLANE_MAX_BYTES,
           env: this.#env,
           stderrFd: fd,
           onOutput: (text) => this.logs.appendRaw(projectId, text),
