@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { routeTable } from '../../handlers/index.ts';
+import { settingsSchema } from '../../shared/config.ts';
+import { GSI1, TABLE_KEYS } from '../../shared/db/table.ts';
+import { gatewayPath, generateTemplate, isGatewayRoute, templateText } from './template.ts';
+
+const here = import.meta.dirname;
+
+describe('the deployment template', () => {
+  it('is the committed file, regenerated from the code (run `npm run infra:template` after changing routes or the table)', () => {
+    expect(readFileSync(join(here, 'template.json'), 'utf8')).toBe(templateText());
+  });
+
+  it('defines the table and index the repository uses', () => {
+    const t = generateTemplate() as any;
+    const table = t.Resources.Table.Properties;
+    expect(table.KeySchema).toEqual([
+      { AttributeName: TABLE_KEYS.pk, KeyType: 'HASH' },
+      { AttributeName: TABLE_KEYS.sk, KeyType: 'RANGE' },
+    ]);
+    expect(table.GlobalSecondaryIndexes.map((g: any) => g.IndexName)).toEqual([GSI1.name]);
+    expect(table.GlobalSecondaryIndexes[0].KeySchema.map((k: any) => k.AttributeName)).toEqual([GSI1.pk, GSI1.sk]);
+    expect(t.Resources.BlobBucket.Properties.PublicAccessBlockConfiguration.BlockPublicAcls).toBe(true);
+    expect(t.Resources.BlobBucket.Properties.BucketEncryption).toBeDefined();
+  });
+
+  it('routes every gateway-capable handler route, and none of the byte or stream routes', () => {
+    const t = generateTemplate() as any;
+    const keys = Object.values(t.Resources)
+      .filter((r: any) => r.Type === 'AWS::ApiGatewayV2::Route')
+      .map((r: any) => r.Properties.RouteKey)
+      .sort();
+    const expected = [
+      ...new Set(routeTable().filter(([m, p]) => isGatewayRoute(m, p)).map(([m, p]) => `${m === 'ALL' ? 'ANY' : m} ${gatewayPath(p)}`)),
+    ].sort();
+    expect(keys).toEqual(expected);
+    expect(keys).toContain('POST /v0/projects');
+    expect(keys).toContain('GET /v0/projects/{id}');
+    expect(keys.some((k: string) => k.includes('/realtime/subscribe'))).toBe(false);
+    expect(keys.some((k: string) => /^PUT .*storage\/objects\//.test(k))).toBe(false);
+  });
+
+  it('passes every secret as a NoEcho parameter, never a literal', () => {
+    const t = generateTemplate() as any;
+    for (const p of ['SessionSecret', 'KeyPepper', 'InternalSecret', 'SecretsKeys']) expect(t.Parameters[p].NoEcho).toBe(true);
+    const env = t.Resources.Function.Properties.Environment.Variables;
+    for (const name of ['SVCD_SESSION_SECRET', 'SVCD_KEY_PEPPER', 'SVCD_INTERNAL_SECRET', 'SVCD_SECRETS_KEYS']) {
+      expect(env[name]).toHaveProperty('Ref');
+    }
+    for (const name of Object.keys(env)) expect(Object.keys(settingsSchema.shape)).toContain(name);
+  });
+});
+
+describe('docs/deploy.md', () => {
+  it('lists every setting', () => {
+    const doc = readFileSync(join(here, '../../docs/deploy.md'), 'utf8');
+    for (const name of Object.keys(settingsSchema.shape)) expect(doc, name).toContain(`\`${name}\``);
+  });
+});
