@@ -17,7 +17,7 @@
  * does): the stack serves dist/worker.js.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +26,7 @@ import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { startStack, stopChild, type Stack } from '../../infra/local/stack.ts';
 import { S3_TEST_BUCKET, S3RVER_CREDENTIALS, s3TestSettings } from '../setup/s3rver.ts';
+import { descendants } from '../helpers/procs.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const MiB = 1024 * 1024;
@@ -51,30 +52,6 @@ async function drain(body: ReadableStream<Uint8Array> | null): Promise<number> {
     if (done) return n;
     n += value.byteLength;
   }
-}
-
-/** Every live descendant pid of `pid`. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
-    } catch {
-      // exited meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
 }
 
 function rssOf(pid: number): number {
