@@ -6,7 +6,8 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Settings } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/client.ts';
-import { heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
+import { getAgent, heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
+import { getProject } from '../shared/db/projects.ts';
 import { lookupKey } from '../shared/db/keys.ts';
 import { serveFetch, type Served } from '../shared/node-http.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
@@ -16,6 +17,7 @@ import { checkPin } from './engine-cli.ts';
 import { agentIdentity } from './identity.ts';
 import { createInternalApi, type InternalRoutes } from './internal-api.ts';
 import { KeyCache } from './dataplane/key-cache.ts';
+import { Peers } from './dataplane/peers.ts';
 import { startDataplane } from './dataplane/server.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
@@ -63,7 +65,13 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     pin,
     log,
     now: () => Date.now(),
-    keyCache: new KeyCache({ pepper: settings.SVCD_KEY_PEPPER, load: (keyId) => lookupKey(ctx.db, keyId), log }),
+    // A verified key comes with its project's owning agent (placement), so /v2 knows whether to forward.
+    keyCache: new KeyCache({
+      pepper: settings.SVCD_KEY_PEPPER,
+      load: (keyId) => lookupKey(ctx.db, keyId),
+      placement: async (projectId) => (await getProject(ctx.db, projectId))?.agent_id ?? null,
+      log,
+    }),
     secrets,
     realtime: new RealtimeHub({
       maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
@@ -98,6 +106,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     endpoints: ctx.tenants,
     keys: ctx.keyCache,
     log,
+    agentId: ctx.agentId,
+    peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
   }).catch(async (err: unknown) => {
     await internal.close();
     throw err;

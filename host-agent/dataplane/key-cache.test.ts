@@ -142,3 +142,89 @@ describe('KeyCache', () => {
     expect(cache.size).toBe(5);
   });
 });
+
+describe('KeyCache with placements (several agents)', () => {
+  /** A placement source over a map, counting reads; `gate` holds reads until released. */
+  function placements(owners: Map<string, string>) {
+    let release: () => void = () => {};
+    let gate: Promise<void> | null = null;
+    const p = {
+      reads: 0,
+      hold() {
+        gate = new Promise((r) => (release = r));
+      },
+      release: () => release(),
+      load: async (projectId: string) => {
+        p.reads++;
+        if (gate) await gate;
+        return owners.get(projectId) ?? null;
+      },
+    };
+    return p;
+  }
+
+  it("answers the key's owning agent; a cold key costs its own read plus its project's placement once", async () => {
+    const a = await fixture();
+    const b = await fixture();
+    const other = await fixture({ project: 'prj_fedcba9876543210' });
+    const l = loader(new Map([a, b, other].map((f) => [f.key.keyId, f.stored])));
+    const p = placements(new Map([[PROJECT, 'agt_00000000000000aa'], ['prj_fedcba9876543210', 'agt_00000000000000bb']]));
+    const cache = new KeyCache({ pepper: PEPPER, load: l.load, placement: p.load });
+    await expect(cache.verify(a.key)).resolves.toEqual({ keyId: a.key.keyId, projectId: PROJECT, owner: 'agt_00000000000000aa' });
+    await expect(cache.verify(b.key)).resolves.toMatchObject({ owner: 'agt_00000000000000aa' });
+    await expect(cache.verify(other.key)).resolves.toMatchObject({ owner: 'agt_00000000000000bb' });
+    for (let i = 0; i < 3; i++) await cache.verify(a.key);
+    expect(l.reads).toBe(3); // one per key
+    expect(p.reads).toBe(2); // one per project
+    expect(cache.stats.placementLoads).toBe(2);
+  });
+
+  it('shares one placement read among concurrent cold keys of one project', async () => {
+    const keys = await Promise.all(Array.from({ length: 8 }, () => fixture()));
+    const l = loader(new Map(keys.map((f) => [f.key.keyId, f.stored])));
+    const p = placements(new Map([[PROJECT, 'agt_00000000000000aa']]));
+    const cache = new KeyCache({ pepper: PEPPER, load: l.load, placement: p.load });
+    await Promise.all(keys.map((f) => cache.verify(f.key)));
+    expect(p.reads).toBe(1);
+  });
+
+  it('does not read the placement again when an active entry is refreshed', async () => {
+    const { key, stored } = await fixture();
+    const other = await fixture({ project: 'prj_fedcba9876543210' });
+    const l = loader(new Map([[key.keyId, stored], [other.key.keyId, other.stored]]));
+    const p = placements(new Map([[PROJECT, 'agt_00000000000000aa'], ['prj_fedcba9876543210', 'agt_00000000000000bb']]));
+    let now = 1_000_000;
+    const cache = new KeyCache({ pepper: PEPPER, load: l.load, placement: p.load, refreshMs: 60_000, maxPlacements: 1, now: () => now });
+    await cache.verify(key);
+    // Evict the placement from its LRU (it holds one): the refresh still knows the owner from the entry.
+    await expect(cache.verify(other.key)).resolves.toMatchObject({ owner: 'agt_00000000000000bb' });
+    expect(p.reads).toBe(2);
+    now += 61_000;
+    await expect(cache.verify(key)).resolves.toMatchObject({ owner: 'agt_00000000000000aa' });
+    expect(l.reads).toBe(3);
+    expect(p.reads).toBe(2);
+  });
+
+  it('lets an invalidation win over a placement read in flight', async () => {
+    const { key, stored } = await fixture();
+    const l = loader(new Map([[key.keyId, stored]]));
+    const p = placements(new Map([[PROJECT, 'agt_00000000000000aa']]));
+    const cache = new KeyCache({ pepper: PEPPER, load: l.load, placement: p.load });
+    p.hold();
+    const pending = cache.verify(key);
+    await new Promise((r) => setTimeout(r, 5));
+    cache.invalidate(key.keyId);
+    p.release();
+    await expect(pending).rejects.toMatchObject({ status: 401 });
+  });
+
+  it('refuses a key whose project has no placement, and never reads it again', async () => {
+    const { key, stored } = await fixture();
+    const l = loader(new Map([[key.keyId, stored]]));
+    const p = placements(new Map());
+    const cache = new KeyCache({ pepper: PEPPER, load: l.load, placement: p.load });
+    await expect(cache.verify(key)).rejects.toMatchObject({ status: 401 });
+    await expect(cache.verify(key)).rejects.toMatchObject({ status: 401 });
+    expect(l.reads).toBe(1);
+  });
+});

@@ -15,6 +15,11 @@
  *   key revoked without a successful invalidation (a DELETE that answered 503) can stay usable. A
  *   failed re-read keeps serving the entry and retries later: DynamoDB trouble does not take `/v2`
  *   down for keys already verified.
+ * - Owner: with several agents (docs/dataplane.md "Several agents") a verified key also answers the
+ *   agent that owns its project (the project's placement, read once per project and kept: a
+ *   placement never changes), so the `/v2` listener knows at once whether to serve the request or
+ *   forward it. A cold key costs one read of its lookup item plus, the first time its project is
+ *   seen, one read of the project.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ParsedKey } from '../../shared/auth.ts';
@@ -25,10 +30,23 @@ import { KEY_REJECTED, type VerifiedKey } from '../../shared/project-keys.ts';
 /** How the cache reads a key's lookup item (shared/db/keys.ts lookupKey in the agent). */
 export type KeyLoader = (keyId: string) => Promise<KeyLookup | null>;
 
+/** How the cache reads a project's placement: the id of the agent that owns it, or null (no such project). */
+export type PlacementLoader = (projectId: string) => Promise<string | null>;
+
+/** A verified key: its project and, when the cache knows placements, the agent that owns the project. */
+export interface CachedKey extends VerifiedKey {
+  /** The owning agent's id; undefined when the cache has no placement loader (one agent: this one). */
+  owner?: string;
+}
+
 /** Options of a key cache. */
 export interface KeyCacheOptions {
   pepper: string;
   load: KeyLoader;
+  /** Reads a project's placement; without it every key is taken as this agent's (the listener alone, in tests). */
+  placement?: PlacementLoader;
+  /** Most cached placements (project id -> agent id). */
+  maxPlacements?: number;
   /** Most cached keys (active or revoked). */
   maxKeys?: number;
   /** Most remembered unknown key ids. */
@@ -42,7 +60,7 @@ export interface KeyCacheOptions {
 }
 
 type Entry =
-  | { state: 'active'; project: string; verifier: Buffer; loadedAt: number }
+  | { state: 'active'; project: string; owner: string | undefined; verifier: Buffer; loadedAt: number }
   | { state: 'revoked' };
 
 /**
@@ -90,6 +108,8 @@ export interface KeyCacheStats {
   hits: number;
   loads: number;
   invalidations: number;
+  /** Reads of a project's placement. */
+  placementLoads: number;
 }
 
 /** The verified-key cache of one agent. */
@@ -97,17 +117,22 @@ export class KeyCache {
   private readonly keys: Lru<Entry>;
   private readonly unknown: Lru<true>;
   private readonly inflight = new Map<string, Promise<void>>();
+  private readonly placements: Lru<string>;
+  private readonly placing = new Map<string, Promise<string | null>>();
   private readonly pepper: string;
   private readonly loader: KeyLoader;
+  private readonly placement: PlacementLoader | undefined;
   private readonly refreshMs: number;
   private readonly retryMs: number;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
-  readonly stats: KeyCacheStats = { hits: 0, loads: 0, invalidations: 0 };
+  readonly stats: KeyCacheStats = { hits: 0, loads: 0, invalidations: 0, placementLoads: 0 };
 
   constructor(options: KeyCacheOptions) {
     this.pepper = options.pepper;
     this.loader = options.load;
+    this.placement = options.placement;
+    this.placements = new Lru(options.maxPlacements ?? 100_000);
     this.keys = new Lru(options.maxKeys ?? 100_000);
     this.unknown = new Lru(options.maxUnknown ?? 10_000);
     this.refreshMs = options.refreshMs ?? 10 * 60_000;
@@ -116,8 +141,8 @@ export class KeyCache {
     this.log = options.log ?? (() => {});
   }
 
-  /** Verifies a presented key: its project, or 401 (unknown, wrong secret, revoked). */
-  async verify(presented: ParsedKey): Promise<VerifiedKey> {
+  /** Verifies a presented key: its project and owning agent, or 401 (unknown, wrong secret, revoked). */
+  async verify(presented: ParsedKey): Promise<CachedKey> {
     const { keyId } = presented;
     let entry = this.keys.get(keyId);
     if (entry?.state === 'active' && this.now() - entry.loadedAt > this.refreshMs) {
@@ -138,7 +163,7 @@ export class KeyCache {
     if (presentedVerifier.length !== entry.verifier.length || !timingSafeEqual(presentedVerifier, entry.verifier)) {
       throw errors.unauthenticated(KEY_REJECTED);
     }
-    return { keyId, projectId: entry.project };
+    return { keyId, projectId: entry.project, owner: entry.owner };
   }
 
   /** Marks a key revoked (the invalidate route). Idempotent; the tombstone is never overwritten by a read. */
@@ -163,12 +188,33 @@ export class KeyCache {
     return pending;
   }
 
+  /** A project's owning agent: read once per project (single flight), then from memory. */
+  private async ownerOf(projectId: string): Promise<string | null | undefined> {
+    if (!this.placement) return undefined;
+    const cached = this.placements.get(projectId);
+    if (cached !== undefined) return cached;
+    let pending = this.placing.get(projectId);
+    if (!pending) {
+      this.stats.placementLoads++;
+      pending = this.placement(projectId).finally(() => this.placing.delete(projectId));
+      this.placing.set(projectId, pending);
+    }
+    const owner = await pending;
+    // A placement never changes (tenants are never moved), so it is kept for as long as the LRU allows.
+    if (owner !== null) this.placements.set(projectId, owner);
+    return owner;
+  }
+
   private async read(keyId: string): Promise<void> {
     this.stats.loads++;
     const before = this.keys.peek(keyId);
     let stored: KeyLookup | null;
+    let owner: string | null | undefined;
     try {
       stored = await this.loader(keyId);
+      if (stored && stored.key_id === keyId && stored.revoked_at === null) {
+        owner = before?.state === 'active' && before.project === stored.project ? before.owner : await this.ownerOf(stored.project);
+      }
     } catch (err) {
       if (before?.state === 'active') {
         // Keep serving what was verified; retry after retryMs rather than on every request.
@@ -179,7 +225,8 @@ export class KeyCache {
       throw err;
     }
     if (this.keys.peek(keyId)?.state === 'revoked') return;
-    if (!stored || stored.key_id !== keyId) {
+    // A key whose project is gone (no placement) can never be used again: as good as unknown.
+    if (!stored || stored.key_id !== keyId || owner === null) {
       this.keys.delete(keyId);
       this.unknown.set(keyId, true);
     } else if (stored.revoked_at !== null) {
@@ -188,6 +235,7 @@ export class KeyCache {
       this.keys.set(keyId, {
         state: 'active',
         project: stored.project,
+        owner: owner ?? undefined,
         verifier: Buffer.from(stored.verifier, 'hex'),
         loadedAt: this.now(),
       });

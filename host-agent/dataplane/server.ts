@@ -12,6 +12,11 @@
  * 5. the request is streamed to the engine and its answer streamed back unchanged (status, headers
  *    less hop-by-hop ones, body); an engine gone before answering is 502 `upstream_unavailable`.
  *
+ * With several agents, a request for a project another agent owns is forwarded after steps 1–3, in
+ * one hop, to that agent's registered `dataplane_url`, key and all, marked `X-Svc-Forwarded-By`
+ * (the owner authenticates the key again and judges revocation; a request that already carries
+ * the mark is never forwarded again). An owner that is not live is 503 `orchestrator_unavailable`.
+ *
  * Errors the service produces carry the error envelope and `X-Request-Id`. A warm request reads
  * nothing from DynamoDB (host-agent/dataplane/key-cache.ts).
  */
@@ -23,6 +28,7 @@ import { ServiceError, WWW_AUTHENTICATE, envelopeOf, errors } from '../../shared
 import { listen } from '../../shared/node-http.ts';
 import { forward, HOP_BY_HOP, UpstreamError } from './forward.ts';
 import type { KeyCache } from './key-cache.ts';
+import type { Peer, Peers } from './peers.ts';
 import { Upstreams, type EngineEndpoint } from './upstreams.ts';
 
 /** What the listener needs to know about engines: where a project's engine runs, from memory. */
@@ -38,7 +44,18 @@ export interface DataplaneOptions {
   endpoints: EngineEndpoints;
   keys: KeyCache;
   log: (line: string) => void;
+  /** This agent's id: keys of projects owned by another agent are forwarded to it through `peers`. */
+  agentId?: string;
+  /** The other agents (several agents); without it every key is served here. */
+  peers?: Peers;
 }
+
+/**
+ * Marks a request one agent forwarded to another (its value: the forwarding agent's id). A request
+ * carrying it is never forwarded again, and it never reaches an engine. A load balancer in front of
+ * the agents should drop it from client requests (a client that sends it only loses forwarding).
+ */
+export const FORWARDED_BY = 'x-svc-forwarded-by';
 
 /** A running listener. */
 export interface Dataplane {
@@ -96,6 +113,8 @@ interface Scanned {
   projectRefs: string[];
   contentLength: string | undefined;
   chunked: boolean;
+  /** `X-Svc-Forwarded-By` values: the request came from another agent. */
+  forwardedBy: string[];
   /** Headers for the engine, undici's flat `[name, value, ...]`: no hop-by-hop ones, no credential, no host. */
   forwarded: string[];
 }
@@ -105,7 +124,7 @@ interface Scanned {
  * node's two lazily built header objects: the hot path reads headers once.
  */
 function scan(raw: string[]): Scanned {
-  const out: Scanned = { authorization: [], projectRefs: [], contentLength: undefined, chunked: false, forwarded: [] };
+  const out: Scanned = { authorization: [], projectRefs: [], contentLength: undefined, chunked: false, forwardedBy: [], forwarded: [] };
   let listed: string[] | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -128,6 +147,9 @@ function scan(raw: string[]): Scanned {
           const token = t.trim().toLowerCase();
           if (token) (listed ??= []).push(token);
         }
+        continue;
+      case FORWARDED_BY:
+        out.forwardedBy.push(value);
         continue;
       case 'host':
       case 'expect':
@@ -207,7 +229,7 @@ async function* bodyOf(req: IncomingMessage, max: number | null): AsyncGenerator
 
 /** Starts the `/v2` listener on host:port (0: a free port). */
 export async function startDataplane(options: DataplaneOptions): Promise<Dataplane> {
-  const { endpoints, keys, maxBytes, log } = options;
+  const { endpoints, keys, maxBytes, log, agentId, peers } = options;
   const upstreams = new Upstreams();
 
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean): Promise<void> {
@@ -219,7 +241,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     const h = scan(req.rawHeaders);
     const presented = parseProjectKey(bearerOf(h.authorization));
     if (!presented) throw errors.unauthenticated('/v2 takes a project key (svc1_<key_id>_<secret>); a session token is not accepted');
-    const { projectId } = await keys.verify(presented);
+    const { projectId, owner } = await keys.verify(presented);
 
     if (h.projectRefs.length > 0) {
       const m = h.projectRefs.length === 1 ? PROJECT_REF.exec(h.projectRefs[0]!) : null;
@@ -233,9 +255,29 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       throw errors.tooLarge(`request body exceeds ${maxBytes} bytes (SVCD_DATAPLANE_MAX_BYTES)`);
     }
 
-    const endpoint = endpoints.liveEndpoint(projectId);
-    if (!endpoint) {
-      throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
+    // Where the request goes: the engine here, or (several agents) the agent that owns the project.
+    let target: { engine: EngineEndpoint } | { peer: Peer };
+    if (owner === undefined || owner === agentId) {
+      const endpoint = endpoints.liveEndpoint(projectId);
+      if (!endpoint) {
+        throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
+      }
+      target = { engine: endpoint };
+    } else {
+      if (h.forwardedBy.length > 0 || !peers) {
+        // Forwarded here by an agent that believes this one owns the project (say an agent that
+        // took over a dead one's address): one hop only, never a loop.
+        throw errors.orchestrator(`project ${projectId} is hosted by another host agent; a forwarded request is not forwarded again`);
+      }
+      const peer = await peers.resolve(owner);
+      if ('reason' in peer) {
+        throw errors.orchestrator(
+          peer.reason === 'stale'
+            ? `the host agent of project ${projectId} is not answering (last heartbeat ${peer.heartbeatAt})`
+            : `the host agent of project ${projectId} is not registered`,
+        );
+      }
+      target = { peer };
     }
 
     // A client that asked `Expect: 100-continue` sends its body only now that every check passed;
@@ -257,8 +299,29 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
         body = bodyOf(req, null);
       }
     }
+    if ('peer' in target) {
+      // The owner authenticates the key again and judges revocation itself; its answer (with its
+      // X-Request-Id) comes back unchanged.
+      const { peer } = target;
+      try {
+        await forward(peer.pool, req, res, {
+          method: req.method ?? 'GET',
+          path,
+          headers: [...h.forwarded, 'authorization', h.authorization[0]!, FORWARDED_BY, agentId ?? ''],
+          body,
+        });
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err;
+        if (err.cause instanceof ServiceError) throw err.cause;
+        if (res.destroyed) return;
+        peers!.suspect(peer.agentId);
+        log(`dataplane: request ${requestId} forwarded to agent ${peer.agentId} (${peer.dataplaneUrl}) for ${projectId} failed: ${err.message}`);
+        throw errors.orchestrator(`the host agent of project ${projectId} did not answer`);
+      }
+      return;
+    }
     try {
-      await forward(upstreams.for(projectId, endpoint), req, res, {
+      await forward(upstreams.for(projectId, target.engine), req, res, {
         method: req.method ?? 'GET',
         path,
         headers: h.forwarded,
@@ -297,7 +360,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     async close() {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
-      await Promise.all([closed, upstreams.close()]);
+      await Promise.all([closed, upstreams.close(), peers?.close()]);
     },
   };
 }
