@@ -1,7 +1,14 @@
 /**
- * The local stack (`npm start`, and the end-to-end tests): DynamoDB Local, one host agent as a child
- * process, and the handlers bundle inside miniflare (workerd) on the public port. Secrets are
- * generated once under the stack directory and handed to every child; nothing needs a cloud account.
+ * The local stack (`npm start`, and the end-to-end tests): DynamoDB Local, one host agent (or N with
+ * `agents`) as child processes, and the handlers bundle inside miniflare (workerd) behind the front on
+ * the public port. Secrets are generated once under the stack directory and handed to every child;
+ * nothing needs a cloud account.
+ *
+ * Several agents (`npm start -- --agents 2`): each has its own `SVCD_ROOT` (`<dir>/agent` for the
+ * first, so a single agent's state stays where it was, then `<dir>/agent-2`, ...), hence its own
+ * persisted agent id, and its own ports (the first keeps `SVCD_AGENT_PORT`/`SVCD_DATAPLANE_PORT`, the
+ * others take free ones and register their real URLs). All register in the one table; the front
+ * sends `/v2` round-robin over their listeners (docs/dataplane.md "Several agents").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -32,6 +39,20 @@ export interface StackOptions {
   log?: (line: string) => void;
   /** Pass the agent's stderr through (npm start) or collect it (tests). */
   agentOutput?: 'inherit' | 'collect';
+  /** How many host agents to run (default 1). */
+  agents?: number;
+}
+
+/** One host agent of a stack. */
+export interface StackAgent {
+  /** Its registered id (persisted under its root). */
+  id: string;
+  /** Its `SVCD_ROOT`. */
+  root: string;
+  process: ChildProcess;
+  log: () => string;
+  internalUrl: string;
+  dataplaneUrl: string;
 }
 
 /** A running stack. */
@@ -39,8 +60,16 @@ export interface Stack {
   url: string;
   settings: Settings;
   env: Record<string, string>;
+  /** The first agent's process and log (a single-agent stack's only agent). */
   agent: ChildProcess;
   agentLog: () => string;
+  /** Every agent, the first first. */
+  agents: StackAgent[];
+  /**
+   * Starts agent `index` again (after it was stopped or killed) on the same root and ports, so it
+   * comes back with the same id and addresses, adopts the engines it left and heartbeats again.
+   */
+  restartAgent(index: number): Promise<StackAgent>;
   workerHost: ChildProcess;
   dynamoEndpoint: string;
   stop(): Promise<void>;
@@ -115,6 +144,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const fromEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(options.env ?? {})) if (k.startsWith('SVCD_') && v !== undefined && v !== '') fromEnv[k] = v;
 
+  const count = options.agents ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > 64) throw new Error(`agents must be an integer from 1 to 64, got ${count}`);
   const env: Record<string, string> = {
     SVCD_ROOT: join(dir, 'agent'),
     SVCD_AWS_ACCESS_KEY_ID: 'local',
@@ -146,20 +177,56 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await ensureTable(createDb(settings));
 
     const childEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env };
-    const agent = spawnService(join(REPO_ROOT, 'bin/svc-agent'), [], childEnv, options.agentOutput === 'inherit');
-    cleanups.push(() => stopChild(agent.child, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000));
-    const ready = await awaitReadyLine(agent.child, 'host agent', 60_000, agent.output);
-    log(`stack: host agent ${String(ready.agent_id)} ready at ${String(ready.internal_url)}`);
+    const db = createDb(settings);
+    const agentEnvs: Record<string, string>[] = [];
+    for (let i = 0; i < count; i++) {
+      if (i === 0) {
+        agentEnvs.push(childEnv);
+        continue;
+      }
+      // Its own root (so its own id) and free ports; an id or URLs set for the stack are the first agent's.
+      const e: Record<string, string> = { ...childEnv, SVCD_ROOT: join(dir, `agent-${i + 1}`), SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' };
+      delete e.SVCD_AGENT_ID;
+      delete e.SVCD_AGENT_URL;
+      delete e.SVCD_DATAPLANE_URL;
+      agentEnvs.push(e);
+    }
+    const agents: StackAgent[] = [];
+    const startOne = async (agentEnv: Record<string, string>): Promise<StackAgent> => {
+      const spawned = spawnService(join(REPO_ROOT, 'bin/svc-agent'), [], agentEnv, options.agentOutput === 'inherit');
+      const exited = () => spawned.child.exitCode !== null || spawned.child.signalCode !== null;
+      try {
+        const ready = await awaitReadyLine(spawned.child, 'host agent', 60_000, spawned.output);
+        const registered = await getAgent(db, String(ready.agent_id));
+        if (!registered) throw new Error(`host agent ${String(ready.agent_id)} is not registered`);
+        log(`stack: host agent ${registered.agent_id} ready at ${registered.internal_url} (/v2 at ${registered.dataplane_url})`);
+        return {
+          id: registered.agent_id,
+          root: resolve(REPO_ROOT, agentEnv.SVCD_ROOT!),
+          process: spawned.child,
+          log: spawned.output,
+          internalUrl: registered.internal_url,
+          dataplaneUrl: registered.dataplane_url,
+        };
+      } catch (err) {
+        if (!exited()) await stopChild(spawned.child, 5_000);
+        throw err;
+      }
+    };
+    // Stops whichever process each agent has at the time (a restarted one included), all at once.
+    cleanups.push(() => Promise.all(agents.map((a) => stopChild(a.process, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000))).then(() => {}));
+    const started = await Promise.allSettled(agentEnvs.map((e) => startOne(e)));
+    for (const r of started) if (r.status === 'fulfilled') agents.push(r.value);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
 
     // miniflare listens on a free internal port; the front owns SVCD_PORT and sends /v2 to the
     // agent's /v2 listener, the rest to miniflare: one origin for /v0 and /v2 (docs/dataplane.md).
     const worker = spawnService(NODE_BIN, [join(REPO_ROOT, 'infra/local/worker-host.ts')], { ...childEnv, SVCD_PORT: '0' }, options.agentOutput === 'inherit');
     cleanups.push(() => stopChild(worker.child, 10_000));
     const workerReady = await awaitReadyLine(worker.child, 'worker host (miniflare)', 60_000, worker.output);
-    const registered = await getAgent(createDb(settings), String(ready.agent_id));
-    if (!registered) throw new Error(`host agent ${String(ready.agent_id)} is not registered`);
     const front = await startFront(
-      { handlers: String(workerReady.url), dataplane: registered.dataplane_url },
+      { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl) },
       { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log },
     );
     cleanups.push(() => front.close());
@@ -169,8 +236,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       url,
       settings,
       env,
-      agent: agent.child,
-      agentLog: agent.output,
+      agent: agents[0]!.process,
+      agentLog: agents[0]!.log,
+      agents,
+      async restartAgent(index: number) {
+        const current = agents[index];
+        if (!current) throw new Error(`no agent ${index}`);
+        await stopChild(current.process, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000);
+        // An agent that took free ports takes the same ones again: the front and the registration keep working.
+        const e = { ...agentEnvs[index]! };
+        if (e.SVCD_AGENT_PORT === '0') e.SVCD_AGENT_PORT = new URL(current.internalUrl).port;
+        if (e.SVCD_DATAPLANE_PORT === '0') e.SVCD_DATAPLANE_PORT = new URL(current.dataplaneUrl).port;
+        const next = await startOne(e);
+        agents[index] = next;
+        return next;
+      },
       workerHost: worker.child,
       dynamoEndpoint: env.SVCD_DYNAMODB_ENDPOINT!,
       stop: stopAll,

@@ -3,7 +3,9 @@
  * kept under `.svc/`. Ctrl-C or SIGTERM stops every child it started, engines included.
  *
  * Flags (after `npm start --`): `--dir <path>` stack directory (default `.svc`),
- * `--dynamodb-port <n>` DynamoDB Local's port (default 8790; 0 picks a free one).
+ * `--dynamodb-port <n>` DynamoDB Local's port (default 8790; 0 picks a free one),
+ * `--agents <n>` how many host agents (default 1; each its own root under the stack directory and
+ * its own ports, `/v2` taken round-robin over them: docs/dataplane.md "Several agents").
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,7 +14,7 @@ import { REPO_ROOT, startStack } from './stack.ts';
 let flags;
 try {
   flags = parseArgs({
-    options: { dir: { type: 'string' }, 'dynamodb-port': { type: 'string' } },
+    options: { dir: { type: 'string' }, 'dynamodb-port': { type: 'string' }, agents: { type: 'string' } },
     strict: true,
   }).values;
 } catch (err) {
@@ -22,6 +24,12 @@ try {
 const dynamoPort = Number(flags['dynamodb-port'] ?? 8790);
 if (!Number.isInteger(dynamoPort) || dynamoPort < 0 || dynamoPort > 65535) {
   console.error(`svc-cloud: --dynamodb-port must be a port number, got ${flags['dynamodb-port']}`);
+  process.exit(2);
+}
+
+const agents = flags.agents === undefined ? 1 : Number(flags.agents);
+if (!/^\d+$/.test(flags.agents ?? '1') || !Number.isInteger(agents) || agents < 1 || agents > 64) {
+  console.error(`svc-cloud: --agents must be a whole number from 1 to 64, got ${flags.agents}`);
   process.exit(2);
 }
 
@@ -48,6 +56,7 @@ try {
     env: process.env,
     persist: true,
     dynamoPort,
+    agents,
     agentOutput: 'inherit',
     log: (line) => console.error(line),
   });

@@ -279,8 +279,13 @@ describe('key cache and revocation', () => {
     const before = dynamoCalls;
     const answers = await Promise.all(Array.from({ length: 16 }, () => v2('GET', '/v2/capabilities', bearer(t.key))));
     expect(answers.map((r) => r.status)).toEqual(Array(16).fill(409));
-    expect(dynamoCalls - before).toBe(1);
+    // The key's lookup item, plus its project's placement (the owning agent), read once per project.
+    expect(dynamoCalls - before).toBe(2);
     expect(svc.agent.ctx.keyCache.stats.loads - loads).toBe(1);
+    const second = (await (await svc.request('POST', `/v0/projects/${t.id}/keys`, { token, body: {} })).json()) as { key: string };
+    const again = dynamoCalls;
+    expect((await v2('GET', '/v2/capabilities', bearer(second.key))).status).toBe(409);
+    expect(dynamoCalls - again).toBe(1);
   });
 
   it('refuses the very next request after DELETE answered 200, with the cache warm and no DynamoDB read', async () => {

@@ -198,7 +198,7 @@ describe('DELETE /v0/projects/{id}/keys/{key_id}', () => {
     const k = await issue();
     const [, keyId, secret] = KEY.exec(k.key)!;
     // Warm the agent's cache with the active key.
-    await expect(svc.agent.ctx.keyCache.verify({ keyId: keyId!, secret: secret! })).resolves.toEqual({ keyId, projectId });
+    await expect(svc.agent.ctx.keyCache.verify({ keyId: keyId!, secret: secret! })).resolves.toEqual({ keyId, projectId, owner: svc.agent.ctx.agentId });
     const r = await svc.request('DELETE', `/v0/projects/${projectId}/keys/${k.key_id}`, { token });
     expect(r.status).toBe(200);
     const loads = svc.agent.ctx.keyCache.stats.loads;
