@@ -61,8 +61,8 @@ export function register(router: Routes): void {
     // Revoke first: whatever happens next, DynamoDB says revoked, so a cold cache refuses the key.
     const key: KeyView = await revokeKey(db, project.id, keyId, nowIso(ctx.deps.now()));
     // Then the agent's warm cache, before answering; also on a repeated DELETE, so a retry after a
-    // failed invalidation (503 below) completes it. Every agent serving the project's /v2 must be
-    // told; today that is its one owning agent.
+    // failed invalidation (503 below) completes it. Only the owning agent judges revocation: other
+    // agents forward the key to it (docs/dataplane.md "Several agents"), so telling it is enough.
     const agent = await agentFor(ctx, project);
     await ctx.deps.agents.json<KeyInvalidated>(agent, 'POST', `/internal/v1/keys/${keyId}/invalidate`, {
       body: { project_id: project.id },
