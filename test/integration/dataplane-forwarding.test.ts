@@ -11,8 +11,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Readable } from 'node:stream';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyCache } from '../../host-agent/dataplane/key-cache.ts';
@@ -21,12 +19,11 @@ import { startDataplane, type Dataplane } from '../../host-agent/dataplane/serve
 import { getAgent } from '../../shared/db/agents.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
 import { getProject } from '../../shared/db/projects.ts';
+import { rssGrowth } from '../helpers/memory.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
 const MiB = 1024 * 1024;
 const EDGE_ID = 'agt_00000000000000ed';
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void;
 
 function chunks(total: number, size = 64 * 1024): Readable {
   const block = Buffer.alloc(size, 0x61);
@@ -137,22 +134,6 @@ afterAll(async () => {
 
 const auth = () => ({ authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3' });
 
-async function rssGrowth(work: () => Promise<void>): Promise<number> {
-  gc();
-  const base = process.memoryUsage().rss;
-  let peak = base;
-  let tick = 0;
-  const timer = setInterval(() => {
-    gc({ type: ++tick % 4 === 0 ? 'major' : 'minor' });
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 25);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-  }
-  return Math.max(peak, process.memoryUsage().rss) - base;
-}
 
 describe('a request for a project another agent owns', () => {
   it("is forwarded to the owner with the key, marked, and the owner's answer comes back unchanged", async () => {

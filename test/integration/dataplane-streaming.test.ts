@@ -12,18 +12,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Readable } from 'node:stream';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyCache } from '../../host-agent/dataplane/key-cache.ts';
 import { startDataplane, type Dataplane } from '../../host-agent/dataplane/server.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
+import { rssGrowth } from '../helpers/memory.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
 const MiB = 1024 * 1024;
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void;
 
 /** The stand-in upstream: counts what it receives, streams what it is asked for, remembers what is open. */
 interface Sink {
@@ -113,27 +110,6 @@ afterAll(async () => {
 
 const auth = () => ({ authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3' });
 
-/** Runs `work` while sampling RSS; answers the growth over a post-GC baseline. */
-async function rssGrowth(work: () => Promise<void>): Promise<number> {
-  gc();
-  const base = process.memoryUsage().rss;
-  let peak = base;
-  // Collecting while sampling: garbage buffers are not growth (V8 otherwise lets tens of MiB of
-  // them pile up before a GC), but a body held by the proxy cannot be collected and shows.
-  let tick = 0;
-  const timer = setInterval(() => {
-    gc({ type: ++tick % 4 === 0 ? 'major' : 'minor' });
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 25);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-  }
-  const growth = Math.max(peak, process.memoryUsage().rss) - base;
-  console.log(`RSS growth ${(growth / MiB).toFixed(1)} MiB`);
-  return growth;
-}
 
 describe('large bodies stream through with flat memory', () => {
   it('warms up (so first-use allocations do not count as growth)', async () => {
