@@ -100,6 +100,42 @@ describe('fs blob store', () => {
     expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
   });
 
+  it('a body of several write buffers in uneven chunks is stored byte for byte, with its SHA-256', async () => {
+    // 3.4 MiB in chunks that straddle the 1 MiB write buffers (two take turns while one is written).
+    const whole = new Uint8Array(3.4 * 1024 * 1024).map((_, i) => (i * 131 + (i >> 12)) & 0xff);
+    const sizes = [1, 65_536, 1_048_575, 2, 1_048_577, 300_001];
+    const chunks: Uint8Array[] = [];
+    for (let at = 0, i = 0; at < whole.byteLength; i++) {
+      const n = Math.min(sizes[i % sizes.length]!, whole.byteLength - at);
+      chunks.push(whole.slice(at, at + n));
+      at += n;
+    }
+    const written = await store.put(PRJ, name, streamOf(...chunks), { maxBytes: 4 * 1024 * 1024, length: whole.byteLength });
+    expect(written).toEqual({ size: whole.byteLength, etag: createHash('sha256').update(whole).digest('hex') });
+    const read = await store.open(PRJ, name);
+    const back = new Uint8Array(await new Response(read!.body).arrayBuffer());
+    expect(back.byteLength).toBe(whole.byteLength);
+    expect(Buffer.compare(back, whole)).toBe(0);
+  });
+
+  it('a body refused or failing after several written buffers leaves nothing', async () => {
+    const MiB = 1024 * 1024;
+    const over = await store
+      .put(PRJ, name, streamOf(...Array.from({ length: 5 }, () => new Uint8Array(MiB).fill(7))), { maxBytes: 4 * MiB + 10, length: null })
+      .catch((e) => e);
+    expect((over as ServiceError).code).toBe('payload_too_large');
+    let sent = 0;
+    const failing = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < 3) c.enqueue(new Uint8Array(MiB + 17).fill(1));
+        else c.error(new Error('client went away'));
+      },
+    });
+    await expect(store.put(PRJ, name, failing, { maxBytes: 10 * MiB, length: null })).rejects.toThrow('client went away');
+    expect(existsSync(store.pathOf(PRJ, name))).toBe(false);
+    expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
   it('refuses anything but a project id and a 64-hex name, so no path can escape the root', async () => {
     for (const [project, n] of [
       [PRJ, '../../etc/passwd'],
