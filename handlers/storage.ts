@@ -118,13 +118,35 @@ function bucketView(b: BucketRecord) {
 /** The store holding a row's bytes: `s3` from settings, `fs` on the project's host agent. */
 async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend): Promise<BlobStore> {
   if (backend === 's3') return s3BlobStore(ctx.deps.settings);
-  try {
-    return agentBlobStore(ctx.deps.agents, await agentFor(ctx, project), ctx.requestId);
-  } catch (err) {
-    // For storage the agent is the blob store: its absence is the upstream's (contract error list).
-    if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
-    throw err;
-  }
+  return fsStoreFor(ctx, project);
+}
+
+/**
+ * The `fs` store of the request's project, looked up once per request: the agent record is read
+ * as soon as ownership holds (see ownedWith), alongside the other reads rather than after them,
+ * and later uses in the same request (the write, the discard of a replaced blob) reuse it. A
+ * failed lookup is not kept: the next use asks again, as it would have without the early start.
+ */
+const fsStores = new WeakMap<Ctx, { project: string; store: Promise<BlobStore> }>();
+
+function fsStoreFor(ctx: Ctx, project: ProjectRecord): Promise<BlobStore> {
+  const known = fsStores.get(ctx);
+  if (known && known.project === project.id) return known.store;
+  const store = (async () => {
+    try {
+      return agentBlobStore(ctx.deps.agents, await agentFor(ctx, project), ctx.requestId);
+    } catch (err) {
+      // For storage the agent is the blob store: its absence is the upstream's (contract error list).
+      if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
+      throw err;
+    }
+  })();
+  const entry = { project: project.id, store };
+  fsStores.set(ctx, entry);
+  store.catch(() => {
+    if (fsStores.get(ctx) === entry) fsStores.delete(ctx);
+  });
+  return store;
 }
 
 /** Deletes a blob that nothing references any more; a failure leaves it unreferenced, and is logged. */
@@ -146,8 +168,14 @@ async function ownedWith<T>(
   accountId: string,
   projectId: string,
   reads: () => Promise<T>,
+  { prefetchFs }: { prefetchFs: boolean },
 ): Promise<{ project: ProjectRecord; value: T }> {
-  const [project, value] = await Promise.allSettled([getOwnedProject(ctx.deps.db, projectId, accountId), reads()]);
+  const owned = getOwnedProject(ctx.deps.db, projectId, accountId);
+  // Once ownership holds, the project's agent (its `fs` store) is read too when the route will
+  // likely need it, overlapping the other reads instead of following them. Its failure is not
+  // judged here but where the store is used (fsStoreFor), so the order of refusals is unchanged.
+  if (prefetchFs) void owned.then((p) => fsStoreFor(ctx, p)).catch(() => {});
+  const [project, value] = await Promise.allSettled([owned, reads()]);
   if (project.status === 'rejected') throw project.reason;
   if (value.status === 'rejected') throw value.reason;
   return { project: project.value, value: value.value };
@@ -349,7 +377,10 @@ export function register(router: Routes): void {
     const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
-    const { project, value: first } = await ownedWith(ctx, accountId, projectId, () => getObject(db, projectId, bucket, key));
+    const { project, value: first } = await ownedWith(ctx, accountId, projectId, () => getObject(db, projectId, bucket, key), {
+      // Rows mostly live on the deployment's backend; HEAD sends no bytes.
+      prefetchFs: withBody && ctx.deps.settings.SVCD_BLOB_BACKEND === 'fs',
+    });
     let row = first;
     // A replace may delete the blob just read from the row: re-read the row and follow it.
     for (let attempt = 1; ; attempt++) {
@@ -468,6 +499,7 @@ async function preparePut(request: IRequest, ctx: Ctx) {
   const backend = settings.SVCD_BLOB_BACKEND;
   const { project, value: [bucketRecord, current] } = await ownedWith(ctx, accountId, projectId, () =>
     Promise.all([getBucket(db, projectId, bucket), getObject(db, projectId, bucket, key)]),
+    { prefetchFs: backend === 'fs' },
   );
   if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
   const store = await storeFor(ctx, project, backend);
