@@ -16,13 +16,14 @@ import { tooLargeError } from '../shared/blobs/limit.ts';
 import { blobName, newWriteId } from '../shared/blobs/names.ts';
 import { s3BlobStore } from '../shared/blobs/s3.ts';
 import type { BlobBackend, BlobBytes, BlobStore, ByteRange } from '../shared/blobs/store.ts';
-import { getOwnedProject, type ProjectRecord } from '../shared/db/projects.ts';
+import type { ProjectRecord } from '../shared/db/projects.ts';
 import { newReceipt } from '../shared/db/receipts.ts';
 import {
   commitObject,
   createBucket,
   getBucket,
   getObject,
+  getProjectBucketObject,
   listBuckets,
   listObjects,
   objectView,
@@ -118,35 +119,13 @@ function bucketView(b: BucketRecord) {
 /** The store holding a row's bytes: `s3` from settings, `fs` on the project's host agent. */
 async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend): Promise<BlobStore> {
   if (backend === 's3') return s3BlobStore(ctx.deps.settings);
-  return fsStoreFor(ctx, project);
-}
-
-/**
- * The `fs` store of the request's project, looked up once per request: the agent record is read
- * as soon as ownership holds (see ownedWith), alongside the other reads rather than after them,
- * and later uses in the same request (the write, the discard of a replaced blob) reuse it. A
- * failed lookup is not kept: the next use asks again, as it would have without the early start.
- */
-const fsStores = new WeakMap<Ctx, { project: string; store: Promise<BlobStore> }>();
-
-function fsStoreFor(ctx: Ctx, project: ProjectRecord): Promise<BlobStore> {
-  const known = fsStores.get(ctx);
-  if (known && known.project === project.id) return known.store;
-  const store = (async () => {
-    try {
-      return agentBlobStore(ctx.deps.agents, await agentFor(ctx, project), ctx.requestId);
-    } catch (err) {
-      // For storage the agent is the blob store: its absence is the upstream's (contract error list).
-      if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
-      throw err;
-    }
-  })();
-  const entry = { project: project.id, store };
-  fsStores.set(ctx, entry);
-  store.catch(() => {
-    if (fsStores.get(ctx) === entry) fsStores.delete(ctx);
-  });
-  return store;
+  try {
+    return agentBlobStore(ctx.deps.agents, await agentFor(ctx, project), ctx.requestId);
+  } catch (err) {
+    // For storage the agent is the blob store: its absence is the upstream's (contract error list).
+    if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
+    throw err;
+  }
 }
 
 /** Deletes a blob that nothing references any more; a failure leaves it unreferenced, and is logged. */
@@ -159,26 +138,22 @@ async function discardBlob(ctx: Ctx, project: ProjectRecord, backend: BlobBacken
 }
 
 /**
- * The caller's project and `reads` of that project's items, at once (one DynamoDB round trip, not
- * two, on the byte routes). Reads have no effect, and their results are used only once ownership
- * holds: a stranger still gets 404 and learns nothing from them.
+ * The caller's project with one of its buckets and the row of `bucket/key` (when `key` is given),
+ * read in one DynamoDB round trip (a batched read, not three calls) on the byte routes. The reads
+ * have no effect, and nothing about the bucket or the row is used before ownership holds: a
+ * stranger still gets 404 and learns nothing from them.
  */
-async function ownedWith<T>(
+async function ownedWith(
   ctx: Ctx,
   accountId: string,
   projectId: string,
-  reads: () => Promise<T>,
-  { prefetchFs }: { prefetchFs: boolean },
-): Promise<{ project: ProjectRecord; value: T }> {
-  const owned = getOwnedProject(ctx.deps.db, projectId, accountId);
-  // Once ownership holds, the project's agent (its `fs` store) is read too when the route will
-  // likely need it, overlapping the other reads instead of following them. Its failure is not
-  // judged here but where the store is used (fsStoreFor), so the order of refusals is unchanged.
-  if (prefetchFs) void owned.then((p) => fsStoreFor(ctx, p)).catch(() => {});
-  const [project, value] = await Promise.allSettled([owned, reads()]);
-  if (project.status === 'rejected') throw project.reason;
-  if (value.status === 'rejected') throw value.reason;
-  return { project: project.value, value: value.value };
+  bucket: string,
+  key: string | null,
+): Promise<{ project: ProjectRecord; bucket: BucketRecord | null; object: ObjectRecord | null }> {
+  const read = await getProjectBucketObject(ctx.deps.db, projectId, bucket, key);
+  // As getOwnedProject: anything but the caller's own project is 404, never a hint that it exists.
+  if (!read.project || read.project.owner !== accountId) throw errors.notFound(`project ${projectId} not found`);
+  return { project: read.project, bucket: read.bucket, object: read.object };
 }
 
 async function requireBucket(ctx: Ctx, projectId: string, bucket: string): Promise<BucketRecord> {
@@ -377,15 +352,13 @@ export function register(router: Routes): void {
     const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
-    const { project, value: first } = await ownedWith(ctx, accountId, projectId, () => getObject(db, projectId, bucket, key), {
-      // Rows mostly live on the deployment's backend; HEAD sends no bytes.
-      prefetchFs: withBody && ctx.deps.settings.SVCD_BLOB_BACKEND === 'fs',
-    });
+    const { project, bucket: bucketRecord, object: first } = await ownedWith(ctx, accountId, projectId, bucket, key);
     let row = first;
     // A replace may delete the blob just read from the row: re-read the row and follow it.
     for (let attempt = 1; ; attempt++) {
       if (!row) {
-        await requireBucket(ctx, project.id, bucket);
+        // The bucket as read with the row first; a re-read row that vanished asks again.
+        if (attempt === 1 ? !bucketRecord : !(await getBucket(db, project.id, bucket))) throw errors.notFound(`bucket ${bucket} not found`);
         throw notFoundObject(bucket, key);
       }
       if (row.state !== 'stored' || row.blob === null) throw notFoundObject(bucket, key, true);
@@ -497,10 +470,7 @@ async function preparePut(request: IRequest, ctx: Ctx) {
   const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
 
   const backend = settings.SVCD_BLOB_BACKEND;
-  const { project, value: [bucketRecord, current] } = await ownedWith(ctx, accountId, projectId, () =>
-    Promise.all([getBucket(db, projectId, bucket), getObject(db, projectId, bucket, key)]),
-    { prefetchFs: backend === 'fs' },
-  );
+  const { project, bucket: bucketRecord, object: current } = await ownedWith(ctx, accountId, projectId, bucket, key);
   if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
   const store = await storeFor(ctx, project, backend);
   return { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store };

@@ -32,7 +32,8 @@ export function projectView(p: ProjectRecord): Project {
   };
 }
 
-function toRecord(item: Record<string, any>): ProjectRecord {
+/** A project item as its record (exported for reads batched with other items, e.g. storage). */
+export function toRecord(item: Record<string, any>): ProjectRecord {
   return {
     id: item.id,
     name: item.name,

@@ -6,7 +6,16 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../shared/db/client.ts';
-import { catalogKeyPart, compareKeys, KEY_PART_BUDGET, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
+import {
+  catalogKeyPart,
+  compareKeys,
+  createBucket,
+  getProjectBucketObject,
+  KEY_PART_BUDGET,
+  listObjects,
+  reserveObject,
+  type ObjectRecord,
+} from '../../shared/db/storage.ts';
 import { testDeployment } from '../helpers/env.ts';
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
@@ -125,5 +134,41 @@ describe('listing long keys from DynamoDB', () => {
     expect(page.nextCursor).toBeNull();
     const short = await listObjects(db, project, 'long-keys', keys.length - 1);
     expect(short.nextCursor).not.toBeNull();
+  });
+});
+
+describe('the byte routes\' batched read', () => {
+  it('answers the bucket and the row of exactly the key asked, and null for what is absent', async () => {
+    const { db } = await testDeployment();
+    const project = 'prj_00000000000000bb';
+    const at = new Date(0).toISOString();
+    await createBucket(db, { project, name: 'batched', created_at: at });
+    const long = 'q/'.repeat(470);
+    const row = (key: string, id: string): ObjectRecord => ({
+      id,
+      project,
+      bucket: 'batched',
+      key,
+      size: 0,
+      etag: '',
+      content_type: 'text/plain',
+      backend: 'fs',
+      state: 'pending',
+      created_at: at,
+      updated_at: at,
+      blob: null,
+    });
+    await reserveObject(db, row('short', 'obj_00000000000000b1'));
+    await reserveObject(db, row(long + 'a', 'obj_00000000000000b2'));
+
+    const both = await getProjectBucketObject(db, project, 'batched', 'short');
+    expect(both.project).toBeNull(); // no project item was written here
+    expect(both.bucket).toEqual({ project, name: 'batched', created_at: at });
+    expect(both.object?.id).toBe('obj_00000000000000b1');
+    // A long key shares its group's sort-key prefix with others: only its own row answers.
+    expect((await getProjectBucketObject(db, project, 'batched', long + 'a')).object?.id).toBe('obj_00000000000000b2');
+    expect((await getProjectBucketObject(db, project, 'batched', long + 'b')).object).toBeNull();
+    expect(await getProjectBucketObject(db, project, 'nope', 'short')).toEqual({ project: null, bucket: null, object: null });
+    expect((await getProjectBucketObject(db, project, 'batched', null)).object).toBeNull();
   });
 });
