@@ -457,7 +457,7 @@ export function register(router: Routes): void {
 
 /** Everything a PUT of bytes checks and reads before it touches the body (any failure here is answered unread). */
 async function preparePut(request: IRequest, ctx: Ctx) {
-  const { settings, db } = ctx.deps;
+  const { settings } = ctx.deps;
   const accountId = await requireSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
   const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
