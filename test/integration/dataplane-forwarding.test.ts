@@ -10,7 +10,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
-import { Readable } from 'node:stream';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyCache } from '../../host-agent/dataplane/key-cache.ts';
@@ -21,22 +20,11 @@ import { lookupKey } from '../../shared/db/keys.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { rssGrowth } from '../helpers/memory.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
+import { lazyBytes } from '../helpers/bytes.ts';
 
 const MiB = 1024 * 1024;
 const EDGE_ID = 'agt_00000000000000ed';
 
-function chunks(total: number, size = 64 * 1024): Readable {
-  const block = Buffer.alloc(size, 0x61);
-  let left = total;
-  return new Readable({
-    read() {
-      if (left <= 0) return void this.push(null);
-      const n = Math.min(size, left);
-      left -= n;
-      this.push(n === size ? block : block.subarray(0, n));
-    },
-  });
-}
 
 /** The engine stand-in: counts bytes, streams downloads, records headers, remembers open requests. */
 interface Sink {
@@ -57,7 +45,7 @@ async function startSink(): Promise<Sink> {
     const url = new URL(req.url!, 'http://sink');
     if (url.pathname === '/v2/download') {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': url.searchParams.get('bytes')! });
-      return void chunks(Number(url.searchParams.get('bytes'))).pipe(res);
+      return void lazyBytes(Number(url.searchParams.get('bytes'))).pipe(res);
     }
     req.on('data', (c: Buffer) => (record.bytes += c.length));
     req.on('end', () => {
@@ -169,7 +157,7 @@ describe('a request for a project another agent owns', () => {
 
   it('warms up (so first-use allocations do not count as growth)', async () => {
     for (const length of [true, false]) {
-      const r = await client.request({ method: 'PUT', path: '/v2/blob', headers: { ...auth(), ...(length ? { 'content-length': String(8 * MiB) } : {}) }, body: chunks(8 * MiB) });
+      const r = await client.request({ method: 'PUT', path: '/v2/blob', headers: { ...auth(), ...(length ? { 'content-length': String(8 * MiB) } : {}) }, body: lazyBytes(8 * MiB) });
       expect(await r.body.json()).toEqual({ bytes: 8 * MiB });
     }
     const d = await client.request({ method: 'GET', path: `/v2/download?bytes=${8 * MiB}`, headers: auth() });
@@ -184,7 +172,7 @@ describe('a request for a project another agent owns', () => {
           method: 'PUT',
           path: '/v2/blob',
           headers: { ...auth(), ...(length ? { 'content-length': String(50 * MiB) } : {}) },
-          body: chunks(50 * MiB),
+          body: lazyBytes(50 * MiB),
         });
         answer = await r.body.json();
       });

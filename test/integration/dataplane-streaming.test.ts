@@ -11,7 +11,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
-import { Readable } from 'node:stream';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyCache } from '../../host-agent/dataplane/key-cache.ts';
@@ -19,6 +18,7 @@ import { startDataplane, type Dataplane } from '../../host-agent/dataplane/serve
 import { lookupKey } from '../../shared/db/keys.ts';
 import { rssGrowth } from '../helpers/memory.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
+import { lazyBytes } from '../helpers/bytes.ts';
 
 const MiB = 1024 * 1024;
 
@@ -31,18 +31,6 @@ interface Sink {
   closed: Promise<void>[];
 }
 
-function chunks(total: number, size = 64 * 1024): Readable {
-  const block = Buffer.alloc(size, 0x61);
-  let left = total;
-  return new Readable({
-    read() {
-      if (left <= 0) return void this.push(null);
-      const n = Math.min(size, left);
-      left -= n;
-      this.push(n === size ? block : block.subarray(0, n));
-    },
-  });
-}
 
 async function startSink(): Promise<Sink> {
   const open = new Set<IncomingMessage>();
@@ -57,7 +45,7 @@ async function startSink(): Promise<Sink> {
     if (url.pathname === '/v2/drop') return void req.socket.destroy();
     if (url.pathname === '/v2/download') {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': url.searchParams.get('bytes')! });
-      return void chunks(Number(url.searchParams.get('bytes'))).pipe(res);
+      return void lazyBytes(Number(url.searchParams.get('bytes'))).pipe(res);
     }
     if (url.pathname === '/v2/headers') {
       res.setHeader('x-svc-request-id', 'req_0123456789abcdef');
@@ -113,9 +101,9 @@ const auth = () => ({ authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3
 
 describe('large bodies stream through with flat memory', () => {
   it('warms up (so first-use allocations do not count as growth)', async () => {
-    const r = await client.request({ method: 'POST', path: '/v2/sql', headers: { ...auth(), 'content-length': String(8 * MiB) }, body: chunks(8 * MiB) });
+    const r = await client.request({ method: 'POST', path: '/v2/sql', headers: { ...auth(), 'content-length': String(8 * MiB) }, body: lazyBytes(8 * MiB) });
     expect(await r.body.json()).toEqual({ bytes: 8 * MiB });
-    const c = await client.request({ method: 'POST', path: '/v2/sql', headers: auth(), body: chunks(8 * MiB) });
+    const c = await client.request({ method: 'POST', path: '/v2/sql', headers: auth(), body: lazyBytes(8 * MiB) });
     expect(await c.body.json()).toEqual({ bytes: 8 * MiB });
     const d = await client.request({ method: 'GET', path: `/v2/download?bytes=${8 * MiB}`, headers: auth() });
     for await (const _ of d.body) void _;
@@ -128,7 +116,7 @@ describe('large bodies stream through with flat memory', () => {
         method: 'POST',
         path: '/v2/sql',
         headers: { ...auth(), 'content-length': String(50 * MiB) },
-        body: chunks(50 * MiB),
+        body: lazyBytes(50 * MiB),
       });
       answer = await r.body.json();
     });
@@ -139,7 +127,7 @@ describe('large bodies stream through with flat memory', () => {
   it('uploads 50 MiB chunked (counted against the limit as it streams): RSS grows by less than 20 MiB', async () => {
     let answer: unknown;
     const growth = await rssGrowth(async () => {
-      const r = await client.request({ method: 'PUT', path: '/v2/blob', headers: auth(), body: chunks(50 * MiB) });
+      const r = await client.request({ method: 'PUT', path: '/v2/blob', headers: auth(), body: lazyBytes(50 * MiB) });
       answer = await r.body.json();
     });
     expect(answer).toEqual({ bytes: 50 * MiB });
@@ -229,7 +217,7 @@ describe('the body limit (SVCD_DATAPLANE_MAX_BYTES)', () => {
   it('cuts off a chunked body at the limit with 413; the upstream never receives a complete request', async () => {
     const before = sink.seen.length;
     const c = new Client(small.url);
-    const r = await c.request({ method: 'POST', path: '/v2/hang', headers: auth(), body: chunks(4 * MiB) });
+    const r = await c.request({ method: 'POST', path: '/v2/hang', headers: auth(), body: lazyBytes(4 * MiB) });
     expect(r.statusCode).toBe(413);
     expect(r.headers['x-request-id']).toMatch(/^req_[0-9a-f]{16}$/);
     expect(((await r.body.json()) as any).error.code).toBe('payload_too_large');
@@ -267,7 +255,7 @@ describe('the body limit (SVCD_DATAPLANE_MAX_BYTES)', () => {
 
   it('passes a body exactly at the limit', async () => {
     const c = new Client(small.url);
-    const r = await c.request({ method: 'POST', path: '/v2/sql', headers: auth(), body: chunks(MiB) });
+    const r = await c.request({ method: 'POST', path: '/v2/sql', headers: auth(), body: lazyBytes(MiB) });
     expect(await r.body.json()).toEqual({ bytes: MiB });
     await c.close();
   });

@@ -9,25 +9,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { tempDir, uniqueTable } from '../helpers/env.ts';
 import { s3TestSettings } from '../setup/s3rver.ts';
+import { patternBytes, webStreamOf } from '../helpers/bytes.ts';
 
 const MiB = 1024 * 1024;
 
-function bytesOf(n: number, seed: number): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = (i * 13 + seed + (i >> 10)) & 0xff;
-  return out;
-}
 
-function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.byteLength) return c.close();
-      c.enqueue(bytes.slice(at, at + 256 * 1024));
-      at += 256 * 1024;
-    },
-  });
-}
 
 describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backend', (backend) => {
   let stack: Stack;
@@ -64,7 +50,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
   });
 
   it('stores and serves bytes sent with a length, and serves ranges of them', async () => {
-    const data = bytesOf(3 * MiB + 7, 1);
+    const data = patternBytes(3 * MiB + 7, 1);
     const put = await fetch(`${base}/objects/wdb/dir/a%20b%3F%23.bin`, { method: 'PUT', headers: { ...auth, 'content-type': 'image/png' }, body: data });
     expect(put.status).toBe(201);
     const row = (await put.json()) as Record<string, any>;
@@ -88,8 +74,8 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
   });
 
   it('stores bytes streamed without a length (several parts on s3)', async () => {
-    const data = bytesOf(17 * MiB + 3, 2);
-    const put = await fetch(`${base}/objects/wdb/streamed`, { method: 'PUT', headers: auth, body: streamOf(data), duplex: 'half' } as RequestInit);
+    const data = patternBytes(17 * MiB + 3, 2);
+    const put = await fetch(`${base}/objects/wdb/streamed`, { method: 'PUT', headers: auth, body: webStreamOf(data, 256 * 1024), duplex: 'half' } as RequestInit);
     expect(put.status).toBe(201);
     expect(((await put.json()) as any).size).toBe(data.byteLength);
     const get = await fetch(`${base}/objects/wdb/streamed`, { headers: auth });
@@ -99,7 +85,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
   it('refuses 33 MiB with 413 whether the length is declared or counted, and stores nothing', async () => {
     const declared = await fetch(`${base}/objects/wdb/big`, { method: 'PUT', headers: auth, body: new Uint8Array(33 * MiB) });
     expect(declared.status).toBe(413);
-    const counted = await fetch(`${base}/objects/wdb/big`, { method: 'PUT', headers: auth, body: streamOf(new Uint8Array(33 * MiB)), duplex: 'half' } as RequestInit);
+    const counted = await fetch(`${base}/objects/wdb/big`, { method: 'PUT', headers: auth, body: webStreamOf(new Uint8Array(33 * MiB), 256 * 1024), duplex: 'half' } as RequestInit);
     expect(counted.status).toBe(413);
     expect(((await counted.json()) as any).error.code).toBe('payload_too_large');
     const list = (await (await fetch(`${base}/objects?bucket=wdb`, { headers: auth })).json()) as any;
@@ -107,7 +93,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
   });
 
   it('deletes an object and its bytes', async () => {
-    await fetch(`${base}/objects/wdb/gone`, { method: 'PUT', headers: auth, body: bytesOf(10, 3) });
+    await fetch(`${base}/objects/wdb/gone`, { method: 'PUT', headers: auth, body: patternBytes(10, 3) });
     const d = await fetch(`${base}/objects`, { method: 'DELETE', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ bucket: 'wdb', key: 'gone' }) });
     expect(d.status).toBe(200);
     expect((await fetch(`${base}/objects/wdb/gone`, { headers: auth })).status).toBe(404);

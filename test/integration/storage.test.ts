@@ -17,29 +17,13 @@ import type { Db } from '../../shared/db/client.ts';
 import { serveFetch, type Served } from '../../shared/node-http.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 import { S3_TEST_BUCKET, s3TestSettings } from '../setup/s3rver.ts';
+import { patternBytes, webStreamOf } from '../helpers/bytes.ts';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const MiB = 1024 * 1024;
 const ROW_FIELDS = ['backend', 'bucket', 'content_type', 'created_at', 'etag', 'id', 'key', 'project', 'size', 'state', 'updated_at'];
 
-/** Bytes 0..n-1 of a fixed pattern seeded by `seed`, so different writes differ. */
-function bytesOf(n: number, seed = 0): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = (i * 31 + seed * 7 + (i >> 8)) & 0xff;
-  return out;
-}
 
-/** A body streamed in 64 KiB chunks, with no length anywhere. */
-function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(c) {
-      if (at >= bytes.byteLength) return c.close();
-      c.enqueue(bytes.slice(at, at + 64 * 1024));
-      at += 64 * 1024;
-    },
-  });
-}
 
 /** A stream of `n` zero bytes produced on demand (never held whole). */
 function zeros(n: number): ReadableStream<Uint8Array> {
@@ -207,7 +191,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
 
     it('a PUT to the ticket URL stores the bytes under the ticket id (201) and the row turns stored', async () => {
       const t = (await (await sendJson('POST', `${base()}/uploads`, { bucket: 'tickets', key: 'img/a.png', content_type: 'image/png' })).json()) as any;
-      const bytes = bytesOf(1000);
+      const bytes = patternBytes(1000);
       const r = await send('PUT', t.upload_url, { body: bytes, headers: t.headers });
       expect(r.status).toBe(201);
       const row = (await r.json()) as Record<string, any>;
@@ -216,11 +200,11 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('a second ticket for a stored object keeps it stored and readable, with the same id', async () => {
-      await put('tickets', 'kept', bytesOf(10));
+      await put('tickets', 'kept', patternBytes(10));
       const t = (await (await sendJson('POST', `${base()}/uploads`, { bucket: 'tickets', key: 'kept' })).json()) as any;
       const { r, bytes } = await getBytes('tickets', 'kept');
       expect(r.status).toBe(200);
-      expect(bytes).toEqual(bytesOf(10));
+      expect(bytes).toEqual(patternBytes(10));
       expect(r.headers.get('x-svc-object-id')).toBe(t.object_id);
     });
 
@@ -248,7 +232,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     beforeAll(() => makeBucket('bytes'));
 
     it('PUT without a ticket creates the row (201); a second PUT replaces it (200) keeping the id', async () => {
-      const first = bytesOf(5000, 1);
+      const first = patternBytes(5000, 1);
       const a = await put('bytes', 'data.bin', first, { 'content-type': 'application/x-test' });
       expect(a.status).toBe(201);
       const row = (await a.json()) as Record<string, any>;
@@ -258,7 +242,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       expect(row.etag).toBe(backend === 'fs' ? sha256(first) : md5(first));
       expect(row.created_at).toMatch(RFC3339_UTC);
 
-      const second = bytesOf(7000, 2);
+      const second = patternBytes(7000, 2);
       const b = await put('bytes', 'data.bin', second);
       expect(b.status).toBe(200);
       const replaced = (await b.json()) as Record<string, any>;
@@ -271,18 +255,18 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
 
     it('the replaced blob is deleted after the flip: one blob per object', async () => {
       const before = await blobsOf();
-      await put('bytes', 'one-blob', bytesOf(10, 1));
+      await put('bytes', 'one-blob', patternBytes(10, 1));
       const afterFirst = await blobsOf();
-      await put('bytes', 'one-blob', bytesOf(10, 2));
-      await put('bytes', 'one-blob', bytesOf(10, 3));
+      await put('bytes', 'one-blob', patternBytes(10, 2));
+      await put('bytes', 'one-blob', patternBytes(10, 3));
       const after = await blobsOf();
       expect(afterFirst.length).toBe(before.length + 1);
       expect(after.length).toBe(afterFirst.length);
     });
 
     it('streams a body without Content-Length, counting it (several MiB, multipart on s3)', async () => {
-      const big = bytesOf(9 * MiB + 123, 5);
-      const r = await send('PUT', objectUrl('bytes', 'streamed'), { body: streamOf(big) });
+      const big = patternBytes(9 * MiB + 123, 5);
+      const r = await send('PUT', objectUrl('bytes', 'streamed'), { body: webStreamOf(big) });
       expect(r.status).toBe(201);
       const row = (await r.json()) as Record<string, any>;
       expect(row.size).toBe(big.byteLength);
@@ -303,7 +287,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('GET answers the bytes with Content-Type, ETag, X-Svc-Object-Id and Content-Length', async () => {
-      const data = bytesOf(3000, 9);
+      const data = patternBytes(3000, 9);
       const row = (await (await put('bytes', 'hdr.txt', data, { 'content-type': 'text/plain; charset=utf-8' })).json()) as any;
       const { r, bytes } = await getBytes('bytes', 'hdr.txt');
       expect(r.status).toBe(200);
@@ -317,7 +301,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('HEAD answers the headers without the bytes', async () => {
-      await put('bytes', 'head-me', bytesOf(77));
+      await put('bytes', 'head-me', patternBytes(77));
       const r = await send('HEAD', objectUrl('bytes', 'head-me'));
       expect(r.status).toBe(200);
       expect(r.headers.get('content-length')).toBe('77');
@@ -325,7 +309,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('Range answers 206 with Content-Range; out of range is 416; malformed ranges answer the whole object', async () => {
-      const data = bytesOf(100, 3);
+      const data = patternBytes(100, 3);
       await put('bytes', 'ranged', data);
       const cases: [string, number, number][] = [['bytes=10-19', 10, 19], ['bytes=90-', 90, 99], ['bytes=-5', 95, 99], ['bytes=95-1000', 95, 99], ['bytes=0-0', 0, 0]];
       for (const [range, start, end] of cases) {
@@ -348,7 +332,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('If-None-Match with the current ETag answers 304 without a body; a stale one answers the bytes', async () => {
-      const row = (await (await put('bytes', 'cached', bytesOf(50))).json()) as any;
+      const row = (await (await put('bytes', 'cached', patternBytes(50))).json()) as any;
       for (const inm of [`"${row.etag}"`, `W/"${row.etag}"`, `"other", "${row.etag}"`, '*']) {
         const { r, bytes } = await getBytes('bytes', 'cached', { 'if-none-match': inm });
         expect(r.status, inm).toBe(304);
@@ -365,12 +349,12 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
         expect(r.status).toBe(404);
         expect(error().code).toBe('not_found');
       }
-      const p = await put('no-such-bucket', 'x', bytesOf(3));
+      const p = await put('no-such-bucket', 'x', patternBytes(3));
       expect(p.status).toBe(404);
     });
 
     it('a download ticket names the GET and carries the row', async () => {
-      const row = (await (await put('bytes', 'dl/file.txt', bytesOf(12))).json()) as any;
+      const row = (await (await put('bytes', 'dl/file.txt', patternBytes(12))).json()) as any;
       const r = await sendJson('POST', `${base()}/downloads`, { bucket: 'bytes', key: 'dl/file.txt' });
       expect(r.status).toBe(200);
       const t = (await r.json()) as Record<string, any>;
@@ -382,18 +366,18 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
         object: row,
       });
       const g = await send('GET', t.download_url);
-      expect(new Uint8Array(await g.arrayBuffer())).toEqual(bytesOf(12));
+      expect(new Uint8Array(await g.arrayBuffer())).toEqual(patternBytes(12));
       expect((await sendJson('POST', `${base()}/downloads`, { bucket: 'bytes', key: 'absent' })).status).toBe(404);
     });
 
     it('refuses a malformed Content-Type or Content-Length with 400', async () => {
-      expect((await put('bytes', 'ct', bytesOf(3), { 'content-type': 'x'.repeat(256) })).status).toBe(400);
-      const r = await send('PUT', objectUrl('bytes', 'cl'), { body: bytesOf(3), headers: { 'content-length': 'abc' } });
+      expect((await put('bytes', 'ct', patternBytes(3), { 'content-type': 'x'.repeat(256) })).status).toBe(400);
+      const r = await send('PUT', objectUrl('bytes', 'cl'), { body: patternBytes(3), headers: { 'content-length': 'abc' } });
       expect(r.status).toBe(400);
     });
 
     it('refuses a missing key with 400', async () => {
-      const r = await send('PUT', `${base()}/objects/bytes/`, { body: bytesOf(3) });
+      const r = await send('PUT', `${base()}/objects/bytes/`, { body: patternBytes(3) });
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.message).toMatch(/^key: /);
     });
@@ -420,7 +404,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
 
     it('keys with spaces, unicode, ?, #, %, / and 1024 characters round-trip through PUT, GET, list and DELETE', async () => {
       for (const [i, key] of odd.entries()) {
-        const data = bytesOf(20 + i, i);
+        const data = patternBytes(20 + i, i);
         const p = await put('keys', key, data);
         expect(p.status, key.slice(0, 40)).toBe(201);
         expect(((await p.json()) as any).key).toBe(key);
@@ -442,7 +426,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
         const t = (await (await sendJson('POST', `${base()}/uploads`, { bucket: 'keys', key })).json()) as any;
         // What an HTTP client does to the path before sending it.
         const path = new URL(t.upload_url, 'http://svc.test').pathname;
-        const p = await send('PUT', path, { body: bytesOf(5) });
+        const p = await send('PUT', path, { body: patternBytes(5) });
         expect(p.status, key).toBe(201);
         expect(((await p.json()) as any)).toMatchObject({ key, id: t.object_id });
       }
@@ -457,10 +441,10 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('refuses a key of 1025 characters and a key that is not valid percent-encoding', async () => {
-      expect((await put('keys', 'y'.repeat(1025), bytesOf(1))).status).toBe(400);
-      const r = await send('PUT', `${base()}/objects/keys/bad%ZZ`, { body: bytesOf(1) });
+      expect((await put('keys', 'y'.repeat(1025), patternBytes(1))).status).toBe(400);
+      const r = await send('PUT', `${base()}/objects/keys/bad%ZZ`, { body: patternBytes(1) });
       expect(r.status).toBe(400);
-      const s = await send('PUT', `${base()}/objects/keys/bad%ED%A0%80`, { body: bytesOf(1) });
+      const s = await send('PUT', `${base()}/objects/keys/bad%ED%A0%80`, { body: patternBytes(1) });
       expect(s.status).toBe(400);
     });
 
@@ -468,14 +452,14 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const keys = ['../../x', '..%2F..%2Fescape', '%2e%2e/%2e%2e/y', '../' + '../'.repeat(20) + 'tmp/evil', '\\..\\..\\win'];
       for (const key of keys) {
         // `/` encoded as %2F so the client cannot collapse the dot segments first.
-        const p = await send('PUT', `${base()}/objects/keys/${encodeURIComponent(key)}`, { body: bytesOf(9) });
+        const p = await send('PUT', `${base()}/objects/keys/${encodeURIComponent(key)}`, { body: patternBytes(9) });
         expect(p.status, key).toBe(201);
         expect(((await p.json()) as any).key).toBe(key);
         const g = await send('GET', `${base()}/objects/keys/${encodeURIComponent(key)}`);
-        expect(new Uint8Array(await g.arrayBuffer())).toEqual(bytesOf(9));
+        expect(new Uint8Array(await g.arrayBuffer())).toEqual(patternBytes(9));
       }
       // A path the client collapsed is a different route or a different key, never a file outside.
-      const collapsed = await send('PUT', `${base()}/objects/keys/%2e%2e/%2e%2e/%2e%2e/zzz`, { body: bytesOf(1) });
+      const collapsed = await send('PUT', `${base()}/objects/keys/%2e%2e/%2e%2e/%2e%2e/zzz`, { body: patternBytes(1) });
       expect([400, 404]).toContain(collapsed.status);
       if (backend === 'fs') {
         const root = svc.env.SVCD_ROOT!;
@@ -495,7 +479,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
 
     it('lists rows sorted by key (code point order), pending rows included, paginated by limit and cursor', async () => {
       const keys = ['b', 'a/z', 'a', 'A', 'a/b', 'é', '😀', '\uE000', 'zz', 'a b', 'a-b', '0'];
-      for (const k of keys) await put('listing', k, bytesOf(1));
+      for (const k of keys) await put('listing', k, patternBytes(1));
       await sendJson('POST', `${base()}/uploads`, { bucket: 'listing', key: 'm-pending' });
       const all = [...keys, 'm-pending'];
       const expected = [...all].sort((x, y) => (Buffer.compare(Buffer.from(x), Buffer.from(y))));
@@ -535,7 +519,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     beforeAll(() => makeBucket('deleting'));
 
     it('removes the row and the blob and answers the removed row; a second DELETE is 404', async () => {
-      const row = (await (await put('deleting', 'gone', bytesOf(40))).json()) as any;
+      const row = (await (await put('deleting', 'gone', patternBytes(40))).json()) as any;
       const before = await blobsOf();
       const r = await sendJson('DELETE', `${base()}/objects`, { bucket: 'deleting', key: 'gone' });
       expect(r.status).toBe(200);
@@ -565,7 +549,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
   describe('receipts', () => {
     it('object upload and delete are receipted with the target, the actor and the request id', async () => {
       await makeBucket('receipts');
-      const p = await put('receipts', 'r/1', bytesOf(3));
+      const p = await put('receipts', 'r/1', patternBytes(3));
       const d = await sendJson('DELETE', `${base()}/objects`, { bucket: 'receipts', key: 'r/1' });
       const r = await send('GET', `/v0/projects/${prj}/receipts?limit=1000`);
       const receipts = ((await r.json()) as any).receipts as Record<string, any>[];
@@ -578,7 +562,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     it('a refused upload writes no receipt', async () => {
       const count = async () => ((await (await send('GET', `/v0/projects/${prj}/receipts?limit=1000`)).json()) as any).receipts.length;
       const before = await count();
-      await send('PUT', objectUrl('receipts', 'huge'), { body: bytesOf(1), headers: { 'content-length': String(33 * MiB) } });
+      await send('PUT', objectUrl('receipts', 'huge'), { body: patternBytes(1), headers: { 'content-length': String(33 * MiB) } });
       await sendJson('DELETE', `${base()}/objects`, { bucket: 'receipts', key: 'never-there' });
       expect(await count()).toBe(before);
     });
@@ -613,10 +597,10 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('a refused upload to an existing key keeps the previous bytes', async () => {
-      await put('limits', 'keep', bytesOf(30, 4));
+      await put('limits', 'keep', patternBytes(30, 4));
       const r = await send('PUT', objectUrl('limits', 'keep'), { body: zeros(33 * MiB) });
       expect(r.status).toBe(413);
-      expect((await getBytes('limits', 'keep')).bytes).toEqual(bytesOf(30, 4));
+      expect((await getBytes('limits', 'keep')).bytes).toEqual(patternBytes(30, 4));
     });
 
     it('over real HTTP, a declared 33 MiB body is answered 413 before it is sent', async () => {
@@ -647,7 +631,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     beforeAll(() => makeBucket('safety'));
 
     it('when the catalog write fails after the blob write, the row and the previous bytes stand and the new blob is removed', async () => {
-      const original = bytesOf(500, 1);
+      const original = patternBytes(500, 1);
       const row = (await (await put('safety', 'precious', original)).json()) as any;
       const blobsBefore = await blobsOf();
 
@@ -671,7 +655,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
         new Request(`http://svc.test${objectUrl('safety', 'precious')}`, {
           method: 'PUT',
           headers: { authorization: `Bearer ${token}` },
-          body: bytesOf(800, 2),
+          body: patternBytes(800, 2),
         }),
       );
       expect(r.status).toBe(500);
@@ -686,9 +670,9 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('concurrent PUTs of one key end with one row, its id retained, and the bytes of the winning write', async () => {
-      const first = (await (await put('safety', 'raced', bytesOf(100, 0))).json()) as any;
+      const first = (await (await put('safety', 'raced', patternBytes(100, 0))).json()) as any;
       const blobsBefore = (await blobsOf()).length;
-      const writes = Array.from({ length: 8 }, (_, i) => bytesOf(20_000 + i * 1000, i + 1));
+      const writes = Array.from({ length: 8 }, (_, i) => patternBytes(20_000 + i * 1000, i + 1));
       const answers = await Promise.all(writes.map((w) => put('safety', 'raced', w)));
       for (const a of answers) expect(a.status).toBe(200);
       const rows = await Promise.all(answers.map((a) => a.json() as Promise<any>));
@@ -711,7 +695,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     });
 
     it('concurrent first PUTs of a new key agree on one id', async () => {
-      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => put('safety', 'fresh-race', bytesOf(1000, i))));
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => put('safety', 'fresh-race', patternBytes(1000, i))));
       const rows = await Promise.all(answers.map((a) => a.json() as Promise<any>));
       expect(new Set(rows.map((r) => r.id)).size).toBe(1);
       expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
@@ -722,14 +706,14 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
   describe('access', () => {
     it('answers 401 without a session and 404 for a project the caller does not own', async () => {
       await makeBucket('private');
-      await put('private', 'secret.txt', bytesOf(4));
+      await put('private', 'secret.txt', patternBytes(4));
       const anon = await send('GET', objectUrl('private', 'secret.txt'), { t: null });
       expect(anon.status).toBe(401);
       expect(anon.headers.get('www-authenticate')).toBe('Bearer realm="svc-cloud"');
       const stranger = (await signup(svc)).token;
       for (const [method, path, body] of [
         ['GET', objectUrl('private', 'secret.txt'), undefined],
-        ['PUT', objectUrl('private', 'secret.txt'), bytesOf(1)],
+        ['PUT', objectUrl('private', 'secret.txt'), patternBytes(1)],
         ['GET', `${base()}/objects?bucket=private`, undefined],
         ['GET', `${base()}/buckets`, undefined],
         ['PUT', `${base()}/buckets/private`, undefined],
@@ -739,7 +723,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       }
       const d = await sendJson('DELETE', `${base()}/objects`, { bucket: 'private', key: 'secret.txt' }, stranger);
       expect(d.status).toBe(404);
-      expect((await getBytes('private', 'secret.txt')).bytes).toEqual(bytesOf(4));
+      expect((await getBytes('private', 'secret.txt')).bytes).toEqual(patternBytes(4));
     });
   });
 });
