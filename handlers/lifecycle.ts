@@ -6,23 +6,39 @@
  * no body; one sent anyway is ignored.
  */
 import { getSnapshot, listSnapshots } from '../shared/db/snapshots.ts';
-import { projectView, type ProjectRecord } from '../shared/db/projects.ts';
+import { getOwnedProject, projectView, type ProjectRecord } from '../shared/db/projects.ts';
 import { errors } from '../shared/errors.ts';
 import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema, type RecordedState, type TenantStateAnswer } from '../shared/lifecycle.ts';
 import type { Project } from '../shared/schemas.ts';
-import { pageQuerySchema } from '../shared/schemas.ts';
-import { requireOwnedProject } from './auth.ts';
+import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
+import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor } from './placement.ts';
+import { agentFor, prefetchAgent, type AgentPrefetch } from './placement.ts';
 
 function recordedOf(project: ProjectRecord): RecordedState {
   return { state: project.state, updated_at: project.updated_at };
 }
 
+/**
+ * `requireOwnedProject` for routes that go on to call the project's agent: once the session is
+ * verified, the agent record of a remembered placement is read alongside the project (placement.ts),
+ * not after it. Same checks in the same order; the prefetch is ignored unless the project is owned.
+ */
+async function ownedProjectForAgent(
+  request: Request & { params: Record<string, string> },
+  ctx: Ctx,
+): Promise<{ project: ProjectRecord; prefetched: AgentPrefetch | undefined }> {
+  const accountId = await requireSession(request, ctx);
+  const projectId = pathParam(request.params.id, 'id', projectIdSchema);
+  const prefetched = prefetchAgent(ctx, projectId);
+  const project = await getOwnedProject(ctx.deps.db, projectId, accountId);
+  return { project, prefetched };
+}
+
 /** Calls the project's agent on one of its internal lifecycle routes. */
-async function callAgent<T>(ctx: Ctx, project: ProjectRecord, op: string, body: Record<string, unknown> = {}): Promise<T> {
-  const agent = await agentFor(ctx, project);
+async function callAgent<T>(ctx: Ctx, project: ProjectRecord, op: string, body: Record<string, unknown> = {}, prefetched?: AgentPrefetch): Promise<T> {
+  const agent = await agentFor(ctx, project, prefetched);
   return ctx.deps.agents.json<T>(agent, 'POST', `/internal/v1/projects/${project.id}/${op}`, {
     body: { recorded: recordedOf(project), ...body },
     requestId: ctx.requestId,
@@ -38,26 +54,26 @@ export async function reconciledProject(ctx: Ctx, project: ProjectRecord): Promi
 /** Registers the lifecycle routes. */
 export function register(router: Routes): void {
   router.post('/v0/projects/:id/wakeup', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const state = await callAgent<TenantStateAnswer>(ctx, project, 'wakeup');
+    const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    const state = await callAgent<TenantStateAnswer>(ctx, project, 'wakeup', {}, prefetched);
     return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
   });
 
   router.post('/v0/projects/:id/sleep', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const state = await callAgent<TenantStateAnswer>(ctx, project, 'sleep');
+    const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    const state = await callAgent<TenantStateAnswer>(ctx, project, 'sleep', {}, prefetched);
     return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
   });
 
   router.get('/v0/projects/:id/head', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    return json(await callAgent<Record<string, unknown>>(ctx, project, 'head'));
+    const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    return json(await callAgent<Record<string, unknown>>(ctx, project, 'head', {}, prefetched));
   });
 
   router.post('/v0/projects/:id/snapshots', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
+    const { project, prefetched } = await ownedProjectForAgent(request, ctx);
     const body = await readJson(request, createSnapshotRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES, { optional: true });
-    const snapshot = await callAgent<Record<string, unknown>>(ctx, project, 'snapshots', { label: body.label ?? null });
+    const snapshot = await callAgent<Record<string, unknown>>(ctx, project, 'snapshots', { label: body.label ?? null }, prefetched);
     return json(snapshot, 201);
   });
 
@@ -77,8 +93,8 @@ export function register(router: Routes): void {
   });
 
   router.post('/v0/projects/:id/restore', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
+    const { project, prefetched } = await ownedProjectForAgent(request, ctx);
     const body = await readJson(request, restoreRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await callAgent<Record<string, unknown>>(ctx, project, 'restore', { snapshot_id: body.snapshot_id }));
+    return json(await callAgent<Record<string, unknown>>(ctx, project, 'restore', { snapshot_id: body.snapshot_id }, prefetched));
   });
 }
