@@ -15,6 +15,8 @@ export interface Deps {
   agents: AgentClient;
   /** Function-secrets key ring (null: secrets are not configured on this deployment). */
   secrets: KeyRing | null;
+  /** Placement hints of this isolate, project id → agent id (handlers/placement.ts). */
+  placements: Map<string, string>;
   /** Server-side log; never receives secrets. */
   log: (line: string) => void;
   now: () => number;

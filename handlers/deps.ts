@@ -14,6 +14,7 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     agents: createAgentClient(settings.SVCD_INTERNAL_SECRET),
     // Parsed here so a bad key ring fails the start, not the first secret PUT.
     secrets: parseKeyRing(settings),
+    placements: new Map(),
     log,
     now: () => Date.now(),
   };

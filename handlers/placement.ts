@@ -11,13 +11,13 @@ import { errors } from '../shared/errors.ts';
 import type { Ctx } from './context.ts';
 
 /**
- * Placements this isolate has seen (project id → agent id). A tenant is never moved, so the agent a
- * project was recorded on is known before the project is read again: its record can then be read
- * alongside the project's instead of after it (one DynamoDB round trip less on the critical path of
- * wakeup and every other agent call). Only a hint: the project's own `agent_id` is always compared,
- * and the agent record is always read fresh on the request. Bounded; forgotten wholesale when full.
+ * Placements this isolate has seen live in `deps.placements` (project id → agent id). A tenant is
+ * never moved, so the agent a project was recorded on is known before the project is read again: its
+ * record can then be read alongside the project's instead of after it (one DynamoDB round trip less
+ * on the critical path of wakeup and every other agent call). Only a hint: the project's own
+ * `agent_id` is always compared, and the agent record is always read fresh on the request. Bounded;
+ * forgotten wholesale when full.
  */
-const placements = new Map<string, string>();
 const PLACEMENTS_MAX = 10_000;
 
 /** The agent record of a project's remembered placement, being read: pass it on to `agentFor`. */
@@ -31,7 +31,7 @@ export interface AgentPrefetch {
  * this isolate has not seen the project yet. Call it only after the caller is authenticated.
  */
 export function prefetchAgent(ctx: Ctx, projectId: string): AgentPrefetch | undefined {
-  const agentId = placements.get(projectId);
+  const agentId = ctx.deps.placements.get(projectId);
   if (agentId === undefined) return undefined;
   const record = getAgent(ctx.deps.db, agentId);
   // Awaited by agentFor when the project is owned; otherwise dropped without an unhandled rejection.
@@ -51,6 +51,7 @@ export function prefetchAgent(ctx: Ctx, projectId: string): AgentPrefetch | unde
  */
 export async function agentFor(ctx: Ctx, project: Pick<ProjectRecord, 'id' | 'agent_id'>, prefetched?: AgentPrefetch): Promise<AgentRecord> {
   const agent = await (prefetched?.agentId === project.agent_id ? prefetched.record : getAgent(ctx.deps.db, project.agent_id));
+  const placements = ctx.deps.placements;
   if (placements.get(project.id) !== project.agent_id) {
     if (placements.size >= PLACEMENTS_MAX) placements.clear();
     placements.set(project.id, project.agent_id);
