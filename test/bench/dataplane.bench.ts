@@ -27,6 +27,7 @@ import { getAgent } from '../../shared/db/agents.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
+import { deploymentEnv } from '../helpers/deployment-env.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.argv[2] ?? 4);
@@ -113,21 +114,12 @@ async function main(): Promise<void> {
   const dynamo = await startDynamoLocal();
   const counter = await countingDynamo(dynamo.endpoint);
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-dataplane-'));
-  const env: Record<string, string> = {
-    SVCD_DYNAMODB_ENDPOINT: dynamo.endpoint,
+  const env = deploymentEnv(dynamo.endpoint, {
     SVCD_TABLE: `bench_${randomBytes(4).toString('hex')}`,
-    SVCD_AWS_ACCESS_KEY_ID: 'local',
-    SVCD_AWS_SECRET_ACCESS_KEY: 'local',
-    SVCD_SESSION_SECRET: randomBytes(32).toString('hex'),
-    SVCD_KEY_PEPPER: randomBytes(32).toString('hex'),
-    SVCD_INTERNAL_SECRET: randomBytes(32).toString('hex'),
-    SVCD_ENGINE_BIN: join(REPO, 'bin/svc-engine'),
     SVCD_ROOT: root,
-    SVCD_AGENT_PORT: '0',
-    SVCD_DATAPLANE_PORT: '0',
     SVCD_HEARTBEAT_MS: '600000',
     SVCD_AGENT_STALE_MS: '3600000',
-  };
+  });
   const db = createDb(loadSettings(env));
   await ensureTable(db);
 

@@ -28,6 +28,7 @@ import { engineEnvironment } from '../../host-agent/engine-cli.ts';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
+import { deploymentEnv } from '../helpers/deployment-env.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const ENGINE = join(REPO, 'bin/svc-engine');
@@ -62,20 +63,12 @@ async function directStart(dataDir: string, env: NodeJS.ProcessEnv): Promise<num
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-lifecycle-'));
   const dynamo = await startDynamoLocal();
-  const env: Record<string, string> = {
-    SVCD_DYNAMODB_ENDPOINT: dynamo.endpoint,
+  const env = deploymentEnv(dynamo.endpoint, {
     SVCD_TABLE: 'bench_lifecycle',
-    SVCD_AWS_ACCESS_KEY_ID: 'local',
-    SVCD_AWS_SECRET_ACCESS_KEY: 'local',
-    SVCD_SESSION_SECRET: randomBytes(32).toString('hex'),
-    SVCD_KEY_PEPPER: randomBytes(32).toString('hex'),
-    SVCD_INTERNAL_SECRET: randomBytes(32).toString('hex'),
     SVCD_ROOT: join(root, 'agent'),
     SVCD_ENGINE_BIN: ENGINE,
-    SVCD_AGENT_PORT: '0',
-    SVCD_DATAPLANE_PORT: '0',
     SVCD_ENGINE_START_TIMEOUT_MS: '60000',
-  };
+  });
   const settings = loadSettings(env);
   const db = createDb(settings);
   await ensureTable(db);

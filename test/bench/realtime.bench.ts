@@ -30,6 +30,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deploymentEnv } from '../helpers/deployment-env.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const SUBSCRIBERS = Number(process.argv[2] ?? 1000);
@@ -390,21 +391,15 @@ async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-rt-'));
   const dynamo = await startDynamoLocal();
   const secret = randomBytes(32).toString('hex');
-  const settings = loadSettings({
-    SVCD_DYNAMODB_ENDPOINT: dynamo.endpoint,
-    SVCD_TABLE: `bench_rt_${randomBytes(4).toString('hex')}`,
-    SVCD_AWS_ACCESS_KEY_ID: 'local',
-    SVCD_AWS_SECRET_ACCESS_KEY: 'local',
-    SVCD_SESSION_SECRET: randomBytes(32).toString('hex'),
-    SVCD_KEY_PEPPER: randomBytes(32).toString('hex'),
-    SVCD_INTERNAL_SECRET: secret,
-    SVCD_ROOT: root,
-    SVCD_ENGINE_BIN: join(REPO, 'bin/svc-engine'),
-    SVCD_AGENT_PORT: '0',
-    SVCD_DATAPLANE_PORT: '0',
-    SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT: String(Math.max(SUBSCRIBERS, 1000)),
-    SVCD_REALTIME_MAX_SUBSCRIBERS: String(Math.max(SUBSCRIBERS, 10000)),
-  });
+  const settings = loadSettings(
+    deploymentEnv(dynamo.endpoint, {
+      SVCD_TABLE: `bench_rt_${randomBytes(4).toString('hex')}`,
+      SVCD_INTERNAL_SECRET: secret,
+      SVCD_ROOT: root,
+      SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT: String(Math.max(SUBSCRIBERS, 1000)),
+      SVCD_REALTIME_MAX_SUBSCRIBERS: String(Math.max(SUBSCRIBERS, 10000)),
+    }),
+  );
   const db = createDb(settings);
   await ensureTable(db);
   const agent = await startAgent(settings, { db, cwd: REPO, log: () => {} });
