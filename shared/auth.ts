@@ -14,7 +14,15 @@ const encoder = new TextEncoder();
  * scheme `Bearer` in any case, one non-empty token without spaces or commas. Anything else is 401.
  */
 export function parseBearer(headers: Headers): string {
-  const value = headers.get('authorization');
+  return bearerToken(headers.get('authorization'));
+}
+
+/**
+ * The token of one Authorization header value (null: the header is absent), by the rules of
+ * parseBearer. For callers that already hold the value (the `/v2` listener reads node's raw headers,
+ * whose values node has already trimmed and checked for invalid characters, as Headers would).
+ */
+export function bearerToken(value: string | null): string {
   if (value === null) throw errors.unauthenticated('the Authorization header is missing');
   const match = /^bearer ([^\s,]+)$/i.exec(value);
   if (!match) throw errors.unauthenticated('the Authorization header must be exactly one "Bearer <token>"');

@@ -4,7 +4,7 @@
  * headers are stripped both ways (RFC 9110 §7.6.1); a client that goes away aborts the upstream
  * request. Used by the `/v2` listener and by the local stack's front proxy.
  */
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 
@@ -51,18 +51,6 @@ export function upstreamRequestHeaders(req: IncomingMessage, drop: ReadonlySet<s
   return out;
 }
 
-/** The upstream's response headers to answer with: hop-by-hop ones removed, everything else kept. */
-export function downstreamResponseHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
-  const listed = connectionTokens(headers.connection);
-  const out: OutgoingHttpHeaders = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
 /** What to forward. */
 export interface ForwardRequest {
   method: string;
@@ -70,8 +58,8 @@ export interface ForwardRequest {
   headers: string[];
   /** The body: bytes already received, a stream or iterator over the client's request, or null. */
   body: Uint8Array | Readable | AsyncIterable<Uint8Array> | null;
-  /** Headers added to the answer (say `x-request-id`). */
-  extraResponseHeaders?: OutgoingHttpHeaders;
+  /** Headers added to the answer, as a flat `[name, value, ...]` list (say `x-request-id`). */
+  extraResponseHeaders?: readonly string[];
 }
 
 /** The upstream failed before any of its answer was sent: the caller still owns the response. */
@@ -82,33 +70,104 @@ export class UpstreamError extends Error {
   }
 }
 
+/** Why a forwarded request was cut short by the client's side. */
+const CLIENT_GONE = 'the client went away';
+
 /**
- * Forwards `req` to `upstream` and streams the answer into `res`. Resolves when the answer has been
- * written. Rejects with UpstreamError when the upstream failed before its status line arrived (the
- * caller answers with an error); after that, a failure destroys `res` (the client sees a truncated
- * answer, as a status already sent cannot be changed) and resolves.
+ * The answer's headers as node's flat `[name, value, ...]` list: hop-by-hop ones removed (with the
+ * names a `Connection` header lists), repeated headers kept as repeated lines, `extra` appended.
  */
-export async function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerResponse, f: ForwardRequest): Promise<void> {
-  const abort = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) abort.abort();
-  };
-  res.once('close', onClose);
-  req.once('error', () => abort.abort());
-  let started = false;
-  try {
-    await upstream.stream(
-      { method: f.method, path: f.path, headers: f.headers, body: f.body as never, signal: abort.signal },
-      ({ statusCode, headers }) => {
-        started = true;
-        res.writeHead(statusCode, { ...downstreamResponseHeaders(headers), ...f.extraResponseHeaders });
-        return res;
+function answerHeaders(headers: IncomingHttpHeaders, extra: readonly string[] | undefined): string[] {
+  const listed = connectionTokens(headers.connection);
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const v of value) out.push(name, v);
+  }
+  if (extra) for (let i = 0; i < extra.length; i++) out.push(extra[i]!);
+  return out;
+}
+
+/**
+ * Forwards `req` to `upstream` and streams the answer into `res`, on undici's dispatch interface
+ * (no intermediate stream objects or abort signals per request: this is the `/v2` hot path).
+ * Resolves when the answer has been written. Rejects with UpstreamError when the upstream failed
+ * before its status line arrived (the caller answers with an error); after that, a failure destroys
+ * `res` (the client sees a truncated answer, as a status already sent cannot be changed) and
+ * resolves. The client going away aborts the upstream request; a slow client pauses the upstream
+ * (backpressure through `res`'s drain).
+ *
+ * The chunk that completes an answer of declared length is written with the end (the end follows
+ * it at once), so a small answer leaves as one write of status, headers and body together; every
+ * other chunk is written as it arrives (event streams are never held back).
+ */
+export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerResponse, f: ForwardRequest): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | null = null;
+    let started = false;
+    let held: Buffer | null = null;
+    /** Bytes of the answer still to come when its length is declared, else -1. */
+    let remaining = -1;
+    let gone = false;
+    const stop = () => {
+      gone = true;
+      controller?.abort(new Error(CLIENT_GONE));
+    };
+    const onClose = () => {
+      if (!res.writableFinished) stop();
+    };
+    const onDrain = () => controller?.resume();
+    const cleanup = () => {
+      res.off('close', onClose);
+      res.off('drain', onDrain);
+      req.off('error', stop);
+    };
+    res.on('close', onClose);
+    res.on('drain', onDrain);
+    req.on('error', stop);
+    upstream.dispatch(
+      { method: f.method, path: f.path, headers: f.headers, body: f.body as never },
+      {
+        onRequestStart(c) {
+          controller = c;
+          if (gone) c.abort(new Error(CLIENT_GONE));
+        },
+        onResponseStart(_c, statusCode, headers) {
+          res.writeHead(statusCode, answerHeaders(headers, f.extraResponseHeaders));
+          started = true;
+          const length = headers['content-length'];
+          if (typeof length === 'string' && /^\d{1,15}$/.test(length)) remaining = Number(length);
+        },
+        onResponseData(c, chunk) {
+          if (remaining >= 0) {
+            remaining -= chunk.byteLength;
+            if (remaining === 0) {
+              held = chunk;
+              return;
+            }
+          }
+          if (!res.write(chunk)) c.pause();
+        },
+        onResponseEnd() {
+          cleanup();
+          if (held !== null) res.end(held);
+          else res.end();
+          held = null;
+          resolve();
+        },
+        onResponseError(_c, err) {
+          cleanup();
+          held = null;
+          if (!started) {
+            reject(new UpstreamError(err));
+            return;
+          }
+          res.destroy();
+          resolve();
+        },
       },
     );
-  } catch (err) {
-    if (!started) throw new UpstreamError(err);
-    res.destroy();
-  } finally {
-    res.off('close', onClose);
-  }
+  });
 }

@@ -143,27 +143,38 @@ export class KeyCache {
 
   /** Verifies a presented key: its project and owning agent, or 401 (unknown, wrong secret, revoked). */
   async verify(presented: ParsedKey): Promise<CachedKey> {
+    const warm = this.verifyWarm(presented);
+    if (warm !== undefined) return warm;
     const { keyId } = presented;
-    let entry = this.keys.get(keyId);
-    if (entry?.state === 'active' && this.now() - entry.loadedAt > this.refreshMs) {
-      // Old enough to re-read (the revocation backstop); if the read fails the entry stays.
-      await this.load(keyId);
-      entry = this.keys.get(keyId);
-    } else if (entry === undefined) {
-      if (this.unknown.get(keyId)) throw errors.unauthenticated(KEY_REJECTED);
-      await this.load(keyId);
-      // Judge against what the cache holds now, not what the read answered: an invalidation that
-      // arrived while the read was in flight has left a tombstone.
-      entry = this.keys.get(keyId);
-    } else {
-      this.stats.hits++;
+    // Cold, or old enough to re-read (the revocation backstop; if that read fails the entry stays).
+    await this.load(keyId);
+    // Judge against what the cache holds now, not what the read answered: an invalidation that
+    // arrived while the read was in flight has left a tombstone.
+    return this.judge(presented, this.keys.get(keyId));
+  }
+
+  /**
+   * The warm path of verify, synchronous (no promise per request on the `/v2` hot path): the
+   * verdict from memory, or undefined when the key id must be read first.
+   */
+  verifyWarm(presented: ParsedKey): CachedKey | undefined {
+    const entry = this.keys.get(presented.keyId);
+    if (entry === undefined) {
+      if (this.unknown.get(presented.keyId)) throw errors.unauthenticated(KEY_REJECTED);
+      return undefined;
     }
+    if (entry.state === 'active' && this.now() - entry.loadedAt > this.refreshMs) return undefined;
+    this.stats.hits++;
+    return this.judge(presented, entry);
+  }
+
+  private judge(presented: ParsedKey, entry: Entry | undefined): CachedKey {
     if (entry?.state !== 'active') throw errors.unauthenticated(KEY_REJECTED);
     const presentedVerifier = verifierBytes(this.pepper, presented.secret);
     if (presentedVerifier.length !== entry.verifier.length || !timingSafeEqual(presentedVerifier, entry.verifier)) {
       throw errors.unauthenticated(KEY_REJECTED);
     }
-    return { keyId, projectId: entry.project, owner: entry.owner };
+    return { keyId: presented.keyId, projectId: entry.project, owner: entry.owner };
   }
 
   /** Marks a key revoked (the invalidate route). Idempotent; the tombstone is never overwritten by a read. */

@@ -11,6 +11,12 @@
  * DynamoDB endpoint is a counting forwarder in this process, so every DynamoDB request the agent
  * makes is counted by operation; its heartbeat is set to 10 min so none falls inside the window.
  * Direct and proxied rounds alternate (D P D P ...) so drift on the shared machine hits both.
+ *
+ * A third arm measures what any forwarder costs on this machine: a bare TCP relay (its own process,
+ * one engine connection per client connection, bytes written straight through: no HTTP parsing, no
+ * authentication, nothing the agent must do). Client, forwarder and engine share the 2 cores, so
+ * every forwarder pays two more loopback hops in CPU the client and engine would otherwise use;
+ * the relay's ratio is the ceiling a forwarding agent can reach here, printed beside the target.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -92,6 +98,30 @@ async function countingDynamo(target: string): Promise<{ url: string; counts: Ma
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counts, close: () => server.close() };
+}
+
+/** The bare TCP relay (see the header): a child process relaying `port` to the engine, and its port. */
+async function startRelay(engineHost: string, enginePort: number): Promise<{ child: ChildProcess; url: string }> {
+  const source = `
+    const net = require('node:net');
+    const server = net.createServer((c) => {
+      c.setNoDelay(true);
+      const u = net.connect(${enginePort}, ${JSON.stringify(engineHost)});
+      u.setNoDelay(true);
+      c.on('data', (d) => u.write(d));
+      u.on('data', (d) => c.write(d));
+      c.on('close', () => u.destroy());
+      u.on('close', () => c.destroy());
+      c.on('error', () => {});
+      u.on('error', () => {});
+    });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').once('data', (d: string) => resolve(d.trim()));
+    child.once('exit', (code) => reject(new Error(`relay exited ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
@@ -178,13 +208,18 @@ async function main(): Promise<void> {
     await setup.body.arrayBuffer();
     if (setup.statusCode !== 200) throw new Error(`setup failed: ${setup.statusCode}`);
 
+    const relay = await startRelay(head.endpoint.host, head.endpoint.port);
+    const relayed = new Pool(relay.url, { connections: CONCURRENCY });
+
     await load(direct, base, WARMUP_MS);
     await load(proxied, viaAgent, WARMUP_MS);
+    await load(relayed, base, WARMUP_MS);
 
     const enginePid = (JSON.parse(readFileSync(join(root, 'run', `${project.id}.json`), 'utf8')) as { pid: number }).pid;
-    const cpu = { engineDirect: 0, engineProxied: 0, agent: 0 };
+    const cpu = { engineDirect: 0, engineProxied: 0, agent: 0, relay: 0 };
     const d: Round[] = [];
     const p: Round[] = [];
+    const f: Round[] = [];
     const callsBefore = total(counter.counts);
     const before = new Map(counter.counts);
     for (let i = 0; i < ROUNDS; i++) {
@@ -196,6 +231,11 @@ async function main(): Promise<void> {
       p.push(await load(proxied, viaAgent, SECONDS * 1000));
       cpu.engineProxied += cpuSeconds(enginePid) - e0;
       cpu.agent += cpuSeconds(agent.pid!) - a0;
+      const calls = total(counter.counts);
+      const r0 = cpuSeconds(relay.child.pid!);
+      f.push(await load(relayed, base, SECONDS * 1000));
+      cpu.relay += cpuSeconds(relay.child.pid!) - r0;
+      if (total(counter.counts) !== calls) throw new Error('DynamoDB was called while only the relay ran');
     }
     const calls = total(counter.counts) - callsBefore;
     // For information: the hop's own latency without queueing (one request at a time).
@@ -217,6 +257,7 @@ async function main(): Promise<void> {
     };
     const sd = summarize(d);
     const sp = summarize(p);
+    const sf = summarize(f);
     const ratio = sp.rps / sd.rps;
     const addedP50 = sp.p50 - sd.p50;
     const perThousand = (calls / sp.requests) * 1000;
@@ -226,18 +267,22 @@ async function main(): Promise<void> {
     console.log(`dataplane: POST /v2/sql point reads, concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds of ${SECONDS} s each`);
     console.log(row('direct to the engine', sd));
     console.log(row('through the agent', sp));
+    console.log(row('bare TCP relay (floor)', sf));
     console.log(`throughput ratio        ${ratio.toFixed(3)}   (target >= 0.8)   ${ratio >= 0.8 ? 'ok' : 'MISSED'}`);
     console.log(`added p50 latency       ${addedP50.toFixed(3)} ms   (target <= 0.5 ms)   ${addedP50 <= 0.5 ? 'ok' : 'MISSED'}`);
+    console.log(`ceiling of this machine: a bare TCP relay reaches ratio ${(sf.rps / sd.rps).toFixed(3)}, added p50 ${(sf.p50 - sd.p50).toFixed(3)} ms; the agent reaches ${(sp.rps / sf.rps).toFixed(3)} of the relay's throughput`);
     console.log(`DynamoDB calls / 1,000 warm /v2 requests   ${perThousand.toFixed(3)}   (${calls} calls in ${sp.requests} requests${byOp.length ? `: ${byOp.map(([o, n]) => `${o} ${n}`).join(', ')}` : ''}; target 0)   ${calls === 0 ? 'ok' : 'MISSED'}`);
     const p50of = (r: Round) => quantile([...r.latencies].sort((x, y) => x - y), 0.5);
     console.log(`concurrency 1 (info)    p50 ${p50of(d1).toFixed(3)} ms direct, ${p50of(p1).toFixed(3)} ms through the agent: ${(p50of(p1) - p50of(d1)).toFixed(3)} ms added`);
     const us = (seconds: number, requests: number) => ((seconds / requests) * 1e6).toFixed(0);
-    console.log(`CPU per request         engine ${us(cpu.engineDirect, sd.requests)} µs direct, ${us(cpu.engineProxied, sp.requests)} µs proxied; agent ${us(cpu.agent, sp.requests)} µs`);
+    console.log(`CPU per request         engine ${us(cpu.engineDirect, sd.requests)} µs direct, ${us(cpu.engineProxied, sp.requests)} µs proxied; agent ${us(cpu.agent, sp.requests)} µs; bare relay ${us(cpu.relay, sf.requests)} µs`);
     const [load1] = (readFileSync('/proc/loadavg', 'utf8').split(' ') as [string]);
     console.log(`machine: ${(await import('node:os')).cpus().length} cores, load average ${load1} (other work on the machine colours the wall-clock figures)`);
-    if (sd.errors || sp.errors) process.exitCode = 1;
+    if (sd.errors || sp.errors || sf.errors) process.exitCode = 1;
     await direct.close();
     await proxied.close();
+    await relayed.close();
+    relay.child.kill();
   } finally {
     if (agent && agent.exitCode === null) {
       const exited = new Promise((r) => agent!.once('exit', r));
