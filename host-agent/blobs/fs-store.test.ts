@@ -136,6 +136,52 @@ describe('fs blob store', () => {
     expect(readdirSync(join(tmp.dir, 'blobs', '.tmp'))).toEqual([]);
   });
 
+  it('a body past several background syncs is stored byte for byte', async () => {
+    // 20 MiB: the write syncs in the background every 8 MiB while the body keeps coming.
+    const whole = new Uint8Array(20 * 1024 * 1024).map((_, i) => (i * 7 + (i >> 16)) & 0xff);
+    const chunks = Array.from({ length: 320 }, (_, i) => whole.subarray(i * 65_536, (i + 1) * 65_536));
+    const written = await store.put(PRJ, name, streamOf(...chunks), { maxBytes: 32 * 1024 * 1024, length: whole.byteLength });
+    expect(written).toEqual({ size: whole.byteLength, etag: createHash('sha256').update(whole).digest('hex') });
+    const back = new Uint8Array(await new Response((await store.open(PRJ, name))!.body).arrayBuffer());
+    expect(Buffer.compare(back, whole)).toBe(0);
+  });
+
+  it('with ownsChunks, releases each chunk that is a buffer of its own once copied, and only those', async () => {
+    const own = [new Uint8Array(1000).fill(1), new Uint8Array(2000).fill(2)];
+    const shared = new Uint8Array(4000).fill(3);
+    const views = [shared.subarray(0, 1500), shared.subarray(1500)];
+    const written = await store.put(PRJ, name, streamOf(own[0]!, views[0]!, own[1]!, views[1]!), { maxBytes: 10_000, length: 7000, ownsChunks: true });
+    expect(written.size).toBe(7000);
+    // Released: detached, so their memory is free at once.
+    expect(own.map((c) => c.byteLength)).toEqual([0, 0]);
+    // Views into a buffer that holds more than the chunk are left alone.
+    expect(shared.every((b) => b === 3)).toBe(true);
+    const back = new Uint8Array(await new Response((await store.open(PRJ, name))!.body).arrayBuffer());
+    expect(back).toEqual(new Uint8Array([...new Uint8Array(1000).fill(1), ...new Uint8Array(1500).fill(3), ...new Uint8Array(2000).fill(2), ...new Uint8Array(2500).fill(3)]));
+
+    // Without it, nothing the caller handed over is touched.
+    const kept = new Uint8Array(500).fill(4);
+    await store.put(PRJ, await blobName(PRJ, 'bucket', 'other', 'w1'), streamOf(kept), { maxBytes: 10_000, length: null });
+    expect(kept.byteLength).toBe(500);
+  });
+
+  it('reads a range in chunks of at most 256 KiB, and a read cancelled midway ends cleanly', async () => {
+    const whole = new Uint8Array(700_000).map((_, i) => (i * 13) & 0xff);
+    await store.put(PRJ, name, streamOf(whole), { maxBytes: 1_000_000, length: null });
+    const read = (await store.open(PRJ, name, () => ({ start: 1, end: 600_000 })))!;
+    expect(read.length).toBe(600_000);
+    const chunks: Uint8Array[] = [];
+    for await (const c of read.body as unknown as AsyncIterable<Uint8Array>) chunks.push(c);
+    expect(Math.max(...chunks.map((c) => c.byteLength))).toBeLessThanOrEqual(256 * 1024);
+    expect(Buffer.compare(Buffer.concat(chunks), whole.subarray(1, 600_001))).toBe(0);
+
+    const cancelled = (await store.open(PRJ, name))!;
+    const reader = cancelled.body.getReader();
+    expect((await reader.read()).value!.byteLength).toBe(256 * 1024);
+    await reader.cancel();
+    expect(await store.delete(PRJ, name)).toBe(true);
+  });
+
   it('refuses anything but a project id and a 64-hex name, so no path can escape the root', async () => {
     for (const [project, n] of [
       [PRJ, '../../etc/passwd'],

@@ -15,7 +15,6 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Readable } from 'node:stream';
 import { BLOB_NAME_PATTERN } from '../../shared/blobs/names.ts';
 import type { BlobWritten, ByteRange } from '../../shared/blobs/store.ts';
 import { tooLargeError } from '../../shared/blobs/limit.ts';
@@ -25,6 +24,25 @@ import { ID_PATTERNS, randomHex } from '../../shared/ids.ts';
 /** Bytes gathered per file write, and read per chunk: few thread-pool trips, bounded memory. */
 const WRITE_BYTES = 1024 * 1024;
 const READ_BYTES = 256 * 1024;
+/**
+ * Written bytes after which a `datasync` is started in the background while the body keeps coming,
+ * so that the closing `fsync` finds little left to flush instead of the whole blob.
+ */
+const SYNC_BYTES = 8 * 1024 * 1024;
+
+/** Options of one write. */
+export interface FsPutOptions {
+  maxBytes: number;
+  /** The declared length, or null: more or fewer bytes than this fail the write. */
+  length: number | null;
+  /**
+   * The body's chunks are the store's once read: fresh buffers nobody else holds (the HTTP layer's
+   * copies). Each is released as soon as it is copied into the write buffer, rather than left to
+   * the garbage collector, which lets a cold process's RSS grow by the whole body before it runs.
+   * Only a chunk that is a whole ArrayBuffer of its own is released.
+   */
+  ownsChunks?: boolean;
+}
 
 /** An open blob: a stream of `length` bytes out of `size`. */
 export interface FsBlobRead {
@@ -39,7 +57,7 @@ export interface FsBlobStore {
   /** Where a blob lives (validated; throws 400 for a malformed project or name). */
   pathOf(project: string, name: string): string;
   /** Streams `body` into blob `name`: at most `maxBytes`, exactly `length` when given. */
-  put(project: string, name: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number; length: number | null }): Promise<BlobWritten>;
+  put(project: string, name: string, body: ReadableStream<Uint8Array>, options: FsPutOptions): Promise<BlobWritten>;
   /** Opens a blob (or an inclusive `range` of it, already within its size), or null when absent. */
   open(project: string, name: string, range?: (size: number) => ByteRange | null): Promise<FsBlobRead | null>;
   /** Removes a blob; answers whether it existed. */
@@ -73,7 +91,7 @@ export function createFsBlobStore(root: string): FsBlobStore {
     root,
     pathOf,
 
-    async put(project, name, body, { maxBytes, length }) {
+    async put(project, name, body, { maxBytes, length, ownsChunks = false }) {
       const target = pathOf(project, name);
       if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
       const tmp = join(tmpDir, `${name}.${randomHex(8)}`);
@@ -81,6 +99,8 @@ export function createFsBlobStore(root: string): FsBlobStore {
       let size = 0;
       let file: FileHandle | undefined;
       let writing: Promise<void> | undefined;
+      let syncing: Promise<void> | undefined;
+      let unsynced = 0;
       const reader = body.getReader();
       try {
         file = await open(tmp, 'wx', 0o600);
@@ -98,7 +118,17 @@ export function createFsBlobStore(root: string): FsBlobStore {
           // Hashed once per buffer, in place (no copy); the write only reads the buffer too.
           hash.update(bytes);
           if (writing) await writing;
-          writing = writeAll(out, bytes);
+          unsynced += bytes.byteLength;
+          // Flush what is written so far to disk while the rest arrives (one sync in flight at a time).
+          const sync = unsynced >= SYNC_BYTES && !syncing;
+          if (sync) unsynced = 0;
+          writing = writeAll(out, bytes).then(() => {
+            if (sync) {
+              syncing = out.datasync().finally(() => (syncing = undefined));
+              // Settled later (awaited before the closing fsync, or the cleanup).
+              syncing.catch(() => {});
+            }
+          });
           // Settled later (awaited before the next flush, the fsync, or the cleanup).
           writing.catch(() => {});
           [buffer, spare] = [spare, buffer];
@@ -118,10 +148,12 @@ export function createFsBlobStore(root: string): FsBlobStore {
             at += n;
             if (filled === buffer.byteLength) await flush();
           }
+          if (ownsChunks) release(value);
         }
         if (filled > 0) await flush();
         if (writing) await writing;
         writing = undefined;
+        if (syncing) await syncing;
         if (length !== null && size !== length) throw errors.invalid('body: shorter than its declared length');
         await file.sync();
         await file.close();
@@ -136,6 +168,7 @@ export function createFsBlobStore(root: string): FsBlobStore {
         // Not cancelled: cancelling would destroy the request and with it the 413 still to answer.
         reader.releaseLock();
         await writing?.catch(() => {});
+        await syncing?.catch(() => {});
         await file?.close().catch(() => {});
         await rm(tmp, { force: true });
         throw err;
@@ -162,8 +195,7 @@ export function createFsBlobStore(root: string): FsBlobStore {
           await file.close();
           return { body: new ReadableStream({ start: (c) => c.close() }), length: 0, size };
         }
-        const stream = file.createReadStream({ start, end, autoClose: true, highWaterMark: READ_BYTES });
-        return { body: Readable.toWeb(stream) as ReadableStream<Uint8Array>, length, size };
+        return { body: fileBytes(file, start, length), length, size };
       } catch (err) {
         await file.close().catch(() => {});
         throw err;
@@ -180,6 +212,57 @@ export function createFsBlobStore(root: string): FsBlobStore {
       }
     },
   };
+}
+
+/**
+ * `length` bytes of `file` from `start` as a web stream that owns the file (closed at the end, on
+ * error and on cancel). Each chunk is a fresh buffer the file is read into directly: no Node stream
+ * in between, whose conversion to a web stream would copy every chunk once more.
+ */
+function fileBytes(file: FileHandle, start: number, length: number): ReadableStream<Uint8Array> {
+  let at = start;
+  const end = start + length;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    file.close().catch(() => {});
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const want = Math.min(READ_BYTES, end - at);
+          const chunk = new Uint8Array(Buffer.allocUnsafeSlow(want).buffer, 0, want);
+          let got = 0;
+          while (got < want) {
+            const { bytesRead } = await file.read(chunk, got, want - got, at + got);
+            // The blob is immutable: a short file means it was damaged, not that it is being written.
+            if (bytesRead === 0) throw new Error(`blob ended ${end - at - got} bytes early`);
+            got += bytesRead;
+          }
+          at += got;
+          controller.enqueue(chunk);
+          if (at >= end) {
+            close();
+            controller.close();
+          }
+        } catch (err) {
+          close();
+          controller.error(err);
+        }
+      },
+      cancel: close,
+    },
+    // One chunk read ahead of the consumer.
+    { highWaterMark: 1 },
+  );
+}
+
+/** Frees the memory of a chunk that is a whole ArrayBuffer of its own (ES2024 `transfer` detaches it). */
+function release(chunk: Uint8Array): void {
+  const buffer = chunk.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
+  if (chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength && typeof buffer.transfer === 'function') buffer.transfer(0);
 }
 
 async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {

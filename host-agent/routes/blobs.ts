@@ -47,7 +47,9 @@ export function register(router: InternalRouter): void {
     const length = intHeader(request, INTERNAL_BLOB_HEADERS.length, false);
     const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
     try {
-      const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length });
+      // The body comes from this agent's HTTP server (shared/node-http.ts), whose chunks are fresh
+      // copies nobody else holds: the store may release each once it has copied it.
+      const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
       return json(written, 201);
     } catch (err) {
       // Refused before the body ended (413): the rest of it is still on the connection. Close the
