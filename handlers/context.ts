@@ -26,6 +26,12 @@ export interface Deps {
 export interface Ctx {
   deps: Deps;
   requestId: string;
+  /**
+   * Runs `task` after the answer has gone out: the execution context's `waitUntil` in a worker
+   * runtime (which would otherwise cancel it), merely not awaited on Node. The task handles and logs
+   * its own failures.
+   */
+  afterAnswer(task: Promise<void>): void;
 }
 
 /** The router every route module registers on: requests carry `params` and `query`. */

@@ -30,9 +30,15 @@ const modules: { register(router: Routes): void }[] = [
   storage,
 ];
 
+/** What a worker runtime hands each request beside it: work it must let finish after the answer. */
+export interface ExecutionContext {
+  waitUntil(task: Promise<unknown>): void;
+}
+
 /** The application: one `fetch` that never throws. */
 export interface App {
-  fetch(request: Request): Promise<Response>;
+  /** Answers `request`; pass the runtime's execution context where there is one (workerd). */
+  fetch(request: Request, exec?: ExecutionContext): Promise<Response>;
   /** Every registered route as [method, path pattern], for tests that must cover them all. */
   routes: [string, string][];
 }
@@ -51,11 +57,13 @@ export function createApp(deps: Deps): App {
 
   return {
     routes: router.routes.map(([method, , , path]) => [String(method), String(path)]),
-    async fetch(request: Request): Promise<Response> {
+    async fetch(request: Request, exec?: ExecutionContext): Promise<Response> {
       const requestId = newRequestId();
+      // Node keeps running what is not awaited; a worker runtime needs to be told.
+      const afterAnswer = exec ? (task: Promise<void>) => exec.waitUntil(task) : (task: Promise<void>) => void task;
       let response: Response;
       try {
-        const answer = (await router.fetch(request as never, { deps, requestId })) as Response | undefined;
+        const answer = (await router.fetch(request as never, { deps, requestId, afterAnswer })) as Response | undefined;
         if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
         response = answer;
       } catch (thrown) {

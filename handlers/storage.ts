@@ -6,8 +6,9 @@
  * Bytes never sit in memory: a PUT body is piped through the byte limit into the blob store, a GET
  * answers the store's stream. Nothing is lost: every PUT writes a new immutable blob, then flips the
  * catalog row to it with a conditional write (re-reading and retrying when another writer got there
- * first), and only then deletes the blob the row used to point at. A failure before the flip removes
- * the new blob; a crash leaves at most an unreferenced blob, never a row without its bytes.
+ * first), and only then deletes the blob the row used to point at (after answering). A failure
+ * before the flip removes the new blob; a crash leaves at most an unreferenced blob, never a row
+ * without its bytes.
  */
 import type { IRequest } from 'itty-router';
 import { z } from 'zod';
@@ -332,8 +333,10 @@ export function register(router: Routes): void {
         throw err;
       }
       if (flipped) {
-        // 3. Only now is the previous blob unreferenced.
-        if (prev?.blob) await discardBlob(ctx, project, prev.backend, prev.blob, prev.backend === backend ? store : undefined);
+        // 3. Only now is the previous blob unreferenced: it is deleted after the answer (DESIGN §3
+        // "deleted after the flip"), off the client's wait. Should that never happen (a crash, a
+        // store that is down), what is left is an unreferenced blob, never a row without bytes.
+        if (prev?.blob) ctx.afterAnswer(discardBlob(ctx, project, prev.backend, prev.blob, prev.backend === backend ? store : undefined));
         return json(objectView(next), prev?.state === 'stored' ? 200 : 201);
       }
       if (attempt >= FLIP_ATTEMPTS) {

@@ -4,13 +4,13 @@
  */
 import { ConfigError } from '../shared/config.ts';
 import { buildDeps } from './deps.ts';
-import { createApp, type App } from './index.ts';
+import { createApp, type App, type ExecutionContext } from './index.ts';
 
 let app: App | undefined;
 let appEnv: unknown;
 
 export default {
-  async fetch(request: Request, env: Record<string, unknown>): Promise<Response> {
+  async fetch(request: Request, env: Record<string, unknown>, exec: ExecutionContext): Promise<Response> {
     if (!app || appEnv !== env) {
       try {
         app = createApp(buildDeps(env));
@@ -26,6 +26,7 @@ export default {
         throw err;
       }
     }
-    return app.fetch(request);
+    // The execution context lets work outlive the answer (an old blob's delete after a replace).
+    return app.fetch(request, exec);
   },
 };

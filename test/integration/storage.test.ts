@@ -51,6 +51,21 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
   const objectUrl = (bucket: string, key: string) =>
     `${base()}/objects/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
 
+  /**
+   * Work the handlers left to finish after their answers (a replaced blob's delete), handed over as
+   * a worker runtime's execution context would take it: `settled()` waits for all of it.
+   */
+  const background = new Set<Promise<unknown>>();
+  const exec = {
+    waitUntil(task: Promise<unknown>) {
+      const tracked = task.finally(() => background.delete(tracked));
+      background.add(tracked);
+    },
+  };
+  async function settled(): Promise<void> {
+    while (background.size > 0) await Promise.allSettled([...background]);
+  }
+
   async function send(method: string, path: string, init: { body?: BodyInit | Uint8Array | null; headers?: Record<string, string>; t?: string | null } = {}) {
     const headers: Record<string, string> = { ...(init.headers ?? {}) };
     const t = init.t === undefined ? token : init.t;
@@ -58,6 +73,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     const streaming = init.body instanceof ReadableStream;
     return svc.app.fetch(
       new Request(`http://svc.test${path}`, { method, headers, body: (init.body ?? undefined) as BodyInit | undefined, ...(streaming ? { duplex: 'half' } : {}) } as RequestInit),
+      exec,
     );
   }
   const sendJson = (method: string, path: string, body: unknown, t?: string | null) =>
@@ -84,8 +100,12 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     return (await r.json()) as Record<string, any>;
   }
 
-  /** Every blob the store holds for the project (fs: files under blobs/<prj>; s3: keys under blobs/<prj>/). */
+  /**
+   * Every blob the store holds for the project (fs: files under blobs/<prj>; s3: keys under
+   * blobs/<prj>/), once the work left after earlier answers is done.
+   */
   async function blobsOf(projectId = prj): Promise<string[]> {
+    await settled();
     if (backend === 'fs') {
       const dir = join(svc.env.SVCD_ROOT!, 'blobs', projectId);
       if (!existsSync(dir)) return [];
@@ -262,6 +282,21 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const after = await blobsOf();
       expect(afterFirst.length).toBe(before.length + 1);
       expect(after.length).toBe(afterFirst.length);
+    });
+
+    it('the replaced blob is deleted after the answer, as work handed to the runtime, not before it', async () => {
+      await put('bytes', 'later', patternBytes(10, 1));
+      const before = new Set(await blobsOf());
+      const r = await put('bytes', 'later', patternBytes(10, 2));
+      expect(r.status).toBe(200);
+      // Answered with the old blob's delete still to run (it needs a round trip to the store)...
+      expect(background.size).toBe(1);
+      const { bytes } = await getBytes('bytes', 'later');
+      expect(bytes).toEqual(patternBytes(10, 2));
+      // ...and once that work is done, only the new blob is left.
+      const after = await blobsOf();
+      expect(after.length).toBe(before.size);
+      expect(after.filter((b) => !before.has(b))).toHaveLength(1);
     });
 
     it('streams a body without Content-Length, counting it (several MiB, multipart on s3)', async () => {
