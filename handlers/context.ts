@@ -6,6 +6,7 @@ import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
+import type { AgentRecord } from '../shared/db/agents.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
 
 /** Dependencies of the handlers. */
@@ -17,6 +18,8 @@ export interface Deps {
   secrets: KeyRing | null;
   /** Placement hints of this isolate, project id → agent id (handlers/placement.ts). */
   placements: Map<string, string>;
+  /** Agent records this isolate read lately, by agent id, with when (handlers/placement.ts). */
+  agentRecords: Map<string, { record: AgentRecord; readAt: number }>;
   /** Server-side log; never receives secrets. */
   log: (line: string) => void;
   now: () => number;

@@ -15,6 +15,7 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     // Parsed here so a bad key ring fails the start, not the first secret PUT.
     secrets: parseKeyRing(settings),
     placements: new Map(),
+    agentRecords: new Map(),
     log,
     now: () => Date.now(),
   };

@@ -40,26 +40,73 @@ export function prefetchAgent(ctx: Ctx, projectId: string): AgentPrefetch | unde
 }
 
 /**
+ * How long a record this isolate read may stand in for a fresh read, where the caller allows it
+ * (the storage byte routes: one DynamoDB round trip less per request). Far below
+ * SVCD_AGENT_STALE_MS, and never trusted past it (see agentFor).
+ */
+export const AGENT_RECORD_REUSE_MS = 2_000;
+
+/** Bound on the remembered agent records (there is one per engine machine); forgotten wholesale when full. */
+const AGENT_RECORDS_MAX = 1_000;
+
+/** Options of `agentFor`. */
+export interface AgentForOptions {
+  /** Use an agent record this isolate read within AGENT_RECORD_REUSE_MS instead of reading it again. */
+  reuse?: boolean;
+}
+
+/**
  * The live agent hosting `project`'s tenant: registered and heartbeating within
  * `SVCD_AGENT_STALE_MS`, else 503 `orchestrator_unavailable`. `prefetched` (from `prefetchAgent`) is
  * used only when it names the project's own agent.
+ *
+ * With `reuse`, a record read lately stands in for a fresh read. It can only err towards "not
+ * live": a fresh read would show the same or a later heartbeat, so a remembered record judged live
+ * would be judged live fresh too, and one that looks stale is read again before anyone is told so.
+ * What it cannot see is an agent that moved to another address; callers that reuse must call
+ * `forgetAgent` when the agent does not answer, so the next request reads the record again.
  *
  * The agent's pin is deliberately not judged here: the agent re-runs its pin check before every
  * engine start (issue #4 rule 2) and answers 503 itself when the engine cannot run, so a fixed
  * binary is picked up at once and routes that need no engine (storage, realtime, keys) keep working
  * on a host whose engine is broken.
  */
-export async function agentFor(ctx: Ctx, project: Pick<ProjectRecord, 'id' | 'agent_id'>, prefetched?: AgentPrefetch): Promise<AgentRecord> {
-  const agent = await (prefetched?.agentId === project.agent_id ? prefetched.record : getAgent(ctx.deps.db, project.agent_id));
-  const placements = ctx.deps.placements;
+export async function agentFor(
+  ctx: Ctx,
+  project: Pick<ProjectRecord, 'id' | 'agent_id'>,
+  prefetched?: AgentPrefetch,
+  { reuse = false }: AgentForOptions = {},
+): Promise<AgentRecord> {
+  const { deps } = ctx;
+  const placements = deps.placements;
   if (placements.get(project.id) !== project.agent_id) {
     if (placements.size >= PLACEMENTS_MAX) placements.clear();
     placements.set(project.id, project.agent_id);
   }
-  if (!agent) throw errors.orchestrator(`the host agent of project ${project.id} is not registered`);
-  const age = ctx.deps.now() - Date.parse(agent.heartbeat_at);
-  if (!(age <= ctx.deps.settings.SVCD_AGENT_STALE_MS)) {
+  if (reuse) {
+    const known = deps.agentRecords.get(project.agent_id);
+    if (known && deps.now() - known.readAt <= AGENT_RECORD_REUSE_MS && isLive(ctx, known.record)) return known.record;
+  }
+  const readAt = deps.now();
+  const agent = await (prefetched?.agentId === project.agent_id ? prefetched.record : getAgent(deps.db, project.agent_id));
+  if (!agent) {
+    deps.agentRecords.delete(project.agent_id);
+    throw errors.orchestrator(`the host agent of project ${project.id} is not registered`);
+  }
+  if (deps.agentRecords.size >= AGENT_RECORDS_MAX) deps.agentRecords.clear();
+  deps.agentRecords.set(agent.agent_id, { record: agent, readAt });
+  if (!isLive(ctx, agent)) {
     throw errors.orchestrator(`the host agent of project ${project.id} is not answering (last heartbeat ${agent.heartbeat_at})`);
   }
   return agent;
+}
+
+/** Drops a remembered agent record (the agent did not answer): the next request reads it afresh. */
+export function forgetAgent(ctx: Ctx, agentId: string): void {
+  ctx.deps.agentRecords.delete(agentId);
+}
+
+function isLive(ctx: Ctx, agent: AgentRecord): boolean {
+  const age = ctx.deps.now() - Date.parse(agent.heartbeat_at);
+  return age <= ctx.deps.settings.SVCD_AGENT_STALE_MS;
 }

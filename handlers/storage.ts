@@ -41,7 +41,7 @@ import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor } from './placement.ts';
+import { agentFor, forgetAgent } from './placement.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs (contract "Bucket record", "Object catalog row", "Limits")
@@ -120,10 +120,43 @@ function bucketView(b: BucketRecord) {
 /** The store holding a row's bytes: `s3` from settings, `fs` on the project's host agent. */
 async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend): Promise<BlobStore> {
   if (backend === 's3') return s3BlobStore(ctx.deps.settings);
+  // A record of the agent read in the last seconds will do (handlers/placement.ts): the byte
+  // routes then make one DynamoDB round trip less.
+  const agent = await storageAgent(ctx, project, true);
+  let unreachable = false;
+  const first = agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => {
+    unreachable = true;
+    forgetAgent(ctx, agent.agent_id);
+  });
+  // When the agent could not be reached, read its record again before answering: if it now
+  // registers another address, try that once. Not for a PUT: its body may be partly sent already.
+  const again = async <T>(call: (store: BlobStore) => Promise<T>): Promise<T> => {
+    try {
+      return await call(first);
+    } catch (err) {
+      if (!unreachable) throw err;
+      const fresh = await storageAgent(ctx, project, false);
+      if (fresh.internal_url === agent.internal_url) {
+        // Still registered where it did not answer: remember nothing of it.
+        forgetAgent(ctx, agent.agent_id);
+        throw err;
+      }
+      return call(agentBlobStore(ctx.deps.agents, fresh, ctx.requestId, () => forgetAgent(ctx, fresh.agent_id)));
+    }
+  };
+  return {
+    backend: 'fs',
+    put: (projectId, name, input) => first.put(projectId, name, input),
+    get: (projectId, name, range, signal) => again((store) => store.get(projectId, name, range, signal)),
+    delete: (projectId, name) => again((store) => store.delete(projectId, name)),
+  };
+}
+
+/** The project's live agent as the `fs` store: its absence is the storage upstream's (contract error list). */
+async function storageAgent(ctx: Ctx, project: ProjectRecord, reuse: boolean) {
   try {
-    return agentBlobStore(ctx.deps.agents, await agentFor(ctx, project), ctx.requestId);
+    return await agentFor(ctx, project, undefined, { reuse });
   } catch (err) {
-    // For storage the agent is the blob store: its absence is the upstream's (contract error list).
     if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
     throw err;
   }

@@ -24,9 +24,19 @@ export const INTERNAL_BLOB_HEADERS = {
   size: 'x-svc-size',
 } as const;
 
-/** The `fs` store of the project hosted by `agent`. */
-export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestId?: string): BlobStore {
+/**
+ * The `fs` store of the project hosted by `agent`. `onUnreachable` is told when a call could not
+ * reach the agent at all (so a caller holding a remembered agent record can drop it).
+ */
+export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestId?: string, onUnreachable?: () => void): BlobStore {
   const base = requestId ? { requestId } : {};
+  const translate = (err: unknown): unknown => {
+    if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') {
+      onUnreachable?.();
+      return errors.upstream(`the fs blob store on host agent ${agent.agent_id} is unavailable`);
+    }
+    return err;
+  };
   return {
     backend: 'fs',
 
@@ -46,7 +56,7 @@ export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestI
           signal: input.signal,
         });
       } catch (err) {
-        throw translate(err, agent);
+        throw translate(err);
       }
     },
 
@@ -58,7 +68,7 @@ export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestI
         response = await agents.fetch(agent, 'GET', internalBlobPath(project, name), { ...base, raw: { body: null, headers }, signal });
       } catch (err) {
         if (err instanceof ServiceError && err.code === 'not_found') return null;
-        throw translate(err, agent);
+        throw translate(err);
       }
       const length = Number(response.headers.get('content-length'));
       if (!response.body || !Number.isSafeInteger(length)) throw errors.upstream('the fs blob store answered without a body');
@@ -70,15 +80,8 @@ export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestI
         const response = await agents.fetch(agent, 'DELETE', internalBlobPath(project, name), base);
         await response.body?.cancel();
       } catch (err) {
-        throw translate(err, agent);
+        throw translate(err);
       }
     },
   };
-}
-
-function translate(err: unknown, agent: AgentTarget): unknown {
-  if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') {
-    return errors.upstream(`the fs blob store on host agent ${agent.agent_id} is unavailable`);
-  }
-  return err;
 }
