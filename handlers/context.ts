@@ -20,6 +20,12 @@ export interface Deps {
   placements: Map<string, string>;
   /** Agent records this isolate read lately, by agent id, with when (handlers/placement.ts). */
   agentRecords: Map<string, { record: AgentRecord; readAt: number }>;
+  /**
+   * Owners of the projects this isolate has served on the storage byte routes, project id → account
+   * id: a hint that lets the caller's PUT start writing its blob beside the catalog reads
+   * (handlers/storage.ts). Never a substitute for the ownership check.
+   */
+  owners: Map<string, string>;
   /** Server-side log; never receives secrets. */
   log: (line: string) => void;
   now: () => number;

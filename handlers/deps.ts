@@ -16,6 +16,7 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     secrets: parseKeyRing(settings),
     placements: new Map(),
     agentRecords: new Map(),
+    owners: new Map(),
     log,
     now: () => Date.now(),
   };

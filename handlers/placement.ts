@@ -101,6 +101,18 @@ export async function agentFor(
   return agent;
 }
 
+/**
+ * The agent `projectId` was last seen placed on, when this isolate read its record within
+ * AGENT_RECORD_REUSE_MS and it was live: without a DynamoDB read, so before the project itself is
+ * read. A hint only: the caller must still compare it with the project's `agent_id`.
+ */
+export function rememberedAgent(ctx: Ctx, projectId: string): AgentRecord | null {
+  const agentId = ctx.deps.placements.get(projectId);
+  const known = agentId === undefined ? undefined : ctx.deps.agentRecords.get(agentId);
+  if (!known || ctx.deps.now() - known.readAt > AGENT_RECORD_REUSE_MS || !isLive(ctx, known.record)) return null;
+  return known.record;
+}
+
 /** Drops a remembered agent record (the agent did not answer): the next request reads it afresh. */
 export function forgetAgent(ctx: Ctx, agentId: string): void {
   ctx.deps.agentRecords.delete(agentId);

@@ -16,7 +16,7 @@ import { agentBlobStore } from '../shared/blobs/agent.ts';
 import { tooLargeError } from '../shared/blobs/limit.ts';
 import { blobName, newWriteId } from '../shared/blobs/names.ts';
 import { s3BlobStore } from '../shared/blobs/s3.ts';
-import type { BlobBackend, BlobBytes, BlobStore, ByteRange } from '../shared/blobs/store.ts';
+import type { BlobBackend, BlobBytes, BlobStore, BlobWritten, ByteRange } from '../shared/blobs/store.ts';
 import type { ProjectRecord } from '../shared/db/projects.ts';
 import { newReceipt } from '../shared/db/receipts.ts';
 import {
@@ -41,7 +41,7 @@ import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor, forgetAgent } from './placement.ts';
+import { agentFor, forgetAgent, rememberedAgent } from './placement.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs (contract "Bucket record", "Object catalog row", "Limits")
@@ -171,6 +171,27 @@ async function discardBlob(ctx: Ctx, project: ProjectRecord, backend: BlobBacken
   }
 }
 
+/** Writes the PUT's body into a new blob of `store`; answers its name and what the store says of it. */
+async function writeBlob(
+  request: Request,
+  store: BlobStore,
+  projectId: string,
+  bucket: string,
+  key: string,
+  { length, maxBytes }: { length: number | null; maxBytes: number },
+  contentType: string | null | undefined,
+): Promise<{ name: string; written: BlobWritten }> {
+  const name = await blobName(projectId, bucket, key, newWriteId());
+  const written = await store.put(projectId, name, {
+    body: request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    length,
+    maxBytes,
+    contentType: contentType ?? DEFAULT_CONTENT_TYPE,
+    signal: request.signal,
+  });
+  return { name, written };
+}
+
 /**
  * The caller's project with one of its buckets and the row of `bucket/key` (when `key` is given),
  * read in one DynamoDB round trip (a batched read, not three calls) on the byte routes. The reads
@@ -187,8 +208,16 @@ async function ownedWith(
   const read = await getProjectBucketObject(ctx.deps.db, projectId, bucket, key);
   // As getOwnedProject: anything but the caller's own project is 404, never a hint that it exists.
   if (!read.project || read.project.owner !== accountId) throw errors.notFound(`project ${projectId} not found`);
+  const owners = ctx.deps.owners;
+  if (owners.get(projectId) !== accountId) {
+    if (owners.size >= OWNERS_MAX) owners.clear();
+    owners.set(projectId, accountId);
+  }
   return { project: read.project, bucket: read.bucket, object: read.object };
 }
+
+/** Bound on the remembered project owners (deps.owners); forgotten wholesale when full. */
+const OWNERS_MAX = 10_000;
 
 async function requireBucket(ctx: Ctx, projectId: string, bucket: string): Promise<BucketRecord> {
   const b = await getBucket(ctx.deps.db, projectId, bucket);
@@ -317,26 +346,21 @@ export function register(router: Routes): void {
   });
 
   router.put('/v0/projects/:id/storage/objects/:bucket/:key+', async (request, ctx) => {
-    // Every refusal before the body is consumed is answered while the body is drained (refuseUnread).
+    // Every refusal before the body is consumed is answered while the body is drained (refuseUnread);
+    // a body already handed to a store is that store's to finish.
     let prepared: Awaited<ReturnType<typeof preparePut>>;
     try {
       prepared = await preparePut(request, ctx);
     } catch (err) {
-      if (request.body && !request.bodyUsed) return refuseUnread(request, ctx, err);
+      if (request.body && !request.bodyUsed && !request.body.locked) return refuseUnread(request, ctx, err);
       throw err;
     }
-    const { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store } = prepared;
+    const { accountId, project, bucket, key, contentType, backend, current, store } = prepared;
     const { db } = ctx.deps;
 
-    // 1. The bytes, into a blob nobody references yet.
-    const name = await blobName(project.id, bucket, key, newWriteId());
-    const written = await store.put(project.id, name, {
-      body: request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
-      length,
-      maxBytes,
-      contentType: contentType ?? current?.content_type ?? DEFAULT_CONTENT_TYPE,
-      signal: request.signal,
-    });
+    // 1. The bytes, into a blob nobody references yet (already written when the write could start
+    // beside the catalog reads).
+    const { name, written } = prepared.blob ?? (await writeBlob(request, store, project.id, bucket, key, prepared, contentType ?? current?.content_type));
 
     // 2. The conditional flip of the row to that blob, with its receipt.
     let prev = current;
@@ -491,7 +515,17 @@ export function register(router: Routes): void {
   });
 }
 
-/** Everything a PUT of bytes checks and reads before it touches the body (any failure here is answered unread). */
+/**
+ * Everything a PUT of bytes checks and reads before the flip. Any failure before the body is
+ * touched is answered unread (refuseUnread).
+ *
+ * The catalog reads (project, bucket, row) cost a DynamoDB round trip. When this isolate has seen
+ * the caller own the project, and (on `fs`) knows its live agent without a read, the blob is
+ * written while they are under way rather than after (`blob` in the answer). Only then: a stranger's
+ * PUT never writes a byte, and learns nothing from how long its 404 takes. Should the reads refuse
+ * after all (a bucket that does not exist, say), the body has been taken in whole by then, and the
+ * new blob, which nothing references, is deleted before the refusal is answered.
+ */
 async function preparePut(request: IRequest, ctx: Ctx) {
   const { settings } = ctx.deps;
   const accountId = await requireSession(request, ctx);
@@ -504,12 +538,49 @@ async function preparePut(request: IRequest, ctx: Ctx) {
   if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
   const rawType = request.headers.get('content-type');
   const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
-
   const backend = settings.SVCD_BLOB_BACKEND;
-  const { project, bucket: bucketRecord, object: current } = await ownedWith(ctx, accountId, projectId, bucket, key);
-  if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
-  const store = await storeFor(ctx, project, backend);
-  return { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store };
+  const reads = ownedWith(ctx, accountId, projectId, bucket, key);
+
+  const early = ctx.deps.owners.get(projectId) === accountId ? earlyStore(ctx, projectId, backend) : null;
+  if (!early) {
+    const { project, bucket: bucketRecord, object: current } = await reads;
+    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
+    const store = await storeFor(ctx, project, backend);
+    return { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store, blob: null };
+  }
+
+  // The row is not known yet: the blob's own content type (S3 metadata, which nothing serves) is
+  // the header's; the row's is decided at the flip as always.
+  const writing = writeBlob(request, early.store, projectId, bucket, key, { length, maxBytes }, contentType);
+  const [read, wrote] = await Promise.allSettled([reads, writing]);
+  let refusal: unknown = null;
+  if (read.status === 'rejected') refusal = read.reason;
+  else if (!read.value.bucket) refusal = errors.notFound(`bucket ${bucket} not found`);
+  // Tenants never move, so a remembered placement cannot be wrong; should it be, nothing is kept.
+  else if (early.agentId !== null && read.value.project.agent_id !== early.agentId) refusal = errors.upstream(`project ${projectId} is not on host agent ${early.agentId}, retry`);
+  if (refusal !== null) {
+    if (wrote.status === 'fulfilled') {
+      const { name } = wrote.value;
+      await early.store.delete(projectId, name).catch((err: Error) => {
+        ctx.deps.log(`storage: request ${ctx.requestId}: unreferenced ${backend} blob ${projectId}/${name} left behind: ${err.message}`);
+      });
+    }
+    throw refusal;
+  }
+  if (wrote.status === 'rejected') throw wrote.reason;
+  const { project, object: current } = (read as PromiseFulfilledResult<Awaited<typeof reads>>).value;
+  return { accountId, project, bucket, key, length, maxBytes, contentType, backend, current, store: early.store, blob: wrote.value };
+}
+
+/**
+ * The store a PUT for `projectId` can write to before the project is read: `s3` always, `fs` when
+ * this isolate remembers the project's live agent (handlers/placement.ts), else null.
+ */
+function earlyStore(ctx: Ctx, projectId: string, backend: BlobBackend): { store: BlobStore; agentId: string | null } | null {
+  if (backend === 's3') return { store: s3BlobStore(ctx.deps.settings), agentId: null };
+  const agent = rememberedAgent(ctx, projectId);
+  if (!agent) return null;
+  return { store: agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => forgetAgent(ctx, agent.agent_id)), agentId: agent.agent_id };
 }
 
 /** How long a refused body is read and discarded so that its answer arrives (see refuseUnread). */

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp } from '../../handlers/index.ts';
@@ -735,6 +735,127 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       expect(new Set(rows.map((r) => r.id)).size).toBe(1);
       expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
       expect(answers.filter((a) => a.status === 200)).toHaveLength(5);
+    });
+  });
+
+  describe('a PUT writing its blob beside the catalog reads', () => {
+    beforeAll(async () => {
+      await makeBucket('early');
+      expect((await put('early', 'warm', patternBytes(10))).status).toBe(201);
+    });
+
+    /**
+     * An app of its own whose isolate has served the caller's project once (so it remembers the
+     * owner and, on fs, the live agent), with its clock held so the remembered agent stays fresh.
+     */
+    async function warmApp(fault?: { armed: boolean }) {
+      const deps = buildDeps(svc.env, () => {});
+      const at = Date.now();
+      const db: Db = !fault
+        ? deps.db
+        : {
+            table: deps.db.table,
+            doc: new Proxy(deps.db.doc, {
+              get(target, prop, receiver) {
+                if (prop !== 'send') return Reflect.get(target, prop, receiver);
+                return (command: unknown, ...rest: unknown[]) => {
+                  if (fault.armed && command instanceof BatchGetCommand) return Promise.reject(new Error('injected: the catalog read failed'));
+                  return (target.send as (...a: unknown[]) => unknown).call(target, command, ...rest);
+                };
+              },
+            }),
+          };
+      const app = createApp({ ...deps, db, now: () => at });
+      const call = (method: string, path: string, body?: BodyInit | null, t = token) =>
+        app.fetch(
+          new Request(`http://svc.test${path}`, {
+            method,
+            headers: { authorization: `Bearer ${t}` },
+            body: body ?? undefined,
+            ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+          } as RequestInit),
+          exec,
+        );
+      const warm = await call('GET', objectUrl('early', 'warm'));
+      expect(warm.status).toBe(200);
+      await warm.arrayBuffer();
+      return { call };
+    }
+
+    /** A body whose last chunk is held back until `release()`. */
+    function heldBody(bytes: Uint8Array) {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          if (!sent) {
+            sent = true;
+            c.enqueue(bytes.slice(0, bytes.byteLength - 1));
+            return;
+          }
+          await released;
+          c.enqueue(bytes.slice(bytes.byteLength - 1));
+          c.close();
+        },
+      });
+      return { body, release };
+    }
+
+    const pending = (p: Promise<unknown>, ms: number) =>
+      Promise.race([p.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), ms))]);
+
+    it("stores the bytes as any PUT does, and the owner's second PUT replaces them", async () => {
+      const { call } = await warmApp();
+      const a = await call('PUT', objectUrl('early', 'obj'), patternBytes(3000, 1));
+      expect(a.status).toBe(201);
+      const b = await call('PUT', objectUrl('early', 'obj'), patternBytes(2000, 2));
+      expect(b.status).toBe(200);
+      expect(((await b.json()) as any).id).toBe(((await a.json()) as any).id);
+      expect((await getBytes('early', 'obj')).bytes).toEqual(patternBytes(2000, 2));
+    });
+
+    it('a PUT to a bucket that does not exist takes the body in, then answers 404 and leaves no blob', async () => {
+      const { call } = await warmApp();
+      const before = await blobsOf();
+      const { body, release } = heldBody(patternBytes(200_000, 3));
+      const answer = call('PUT', objectUrl('no-such-bucket', 'x'), body);
+      // The write started beside the reads: no answer while the body is still coming.
+      expect(await pending(answer, 300)).toBe(true);
+      release();
+      const r = await answer;
+      expect(r.status).toBe(404);
+      expect(((await r.json()) as any).error.message).toMatch(/bucket no-such-bucket/);
+      expect(await blobsOf()).toEqual(before);
+      if (backend === 'fs') expect(fsTempFiles()).toEqual([]);
+    });
+
+    it("a stranger's PUT never starts a write: its 404 comes while its body is still coming", async () => {
+      const { call } = await warmApp();
+      const stranger = (await signup(svc)).token;
+      const before = await blobsOf();
+      const { body, release } = heldBody(patternBytes(200_000, 4));
+      const answer = call('PUT', objectUrl('early', 'obj'), body, stranger);
+      expect(await pending(answer, 3000)).toBe(false);
+      const r = await answer;
+      expect(r.status).toBe(404);
+      release();
+      await r.arrayBuffer();
+      expect(await blobsOf()).toEqual(before);
+    });
+
+    it('when the catalog read fails while the blob is written, the row stands and the new blob is removed', async () => {
+      const fault = { armed: false };
+      const { call } = await warmApp(fault);
+      const original = patternBytes(700, 5);
+      expect((await call('PUT', objectUrl('early', 'kept'), original)).status).toBe(201);
+      const before = await blobsOf();
+      fault.armed = true;
+      const r = await call('PUT', objectUrl('early', 'kept'), patternBytes(900, 6));
+      fault.armed = false;
+      expect(r.status).toBe(500);
+      expect(await blobsOf()).toEqual(before);
+      expect((await getBytes('early', 'kept')).bytes).toEqual(original);
     });
   });
 
