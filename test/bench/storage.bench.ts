@@ -9,12 +9,22 @@
  * (target < 64 MiB), measured first on a fresh stack (the worst case: the agent's heap has not yet
  * grown) and once more after the rounds.
  *
+ * Two ways of sending: one request at a time (the figures the targets are judged on), and, in
+ * addition, CONCURRENCY requests in flight on both sides (clients that upload several objects at
+ * once; the catalog round trips then overlap). A third row per figure, "1 hop", is the same client
+ * against a server in a process of its own that does nothing but take or give the bytes: the best
+ * any service behind one HTTP hop could do here, so the part of a gap that is HTTP alone shows.
+ *
+ * The service's client is undici's `request` (the project's HTTP client, DESIGN §7), not Node's
+ * global fetch: fetch spends about 3× as long sending a 32 MiB body over loopback (measured: ~100 ms
+ * against ~30 ms to a server that discards it), which would be charged to the service.
+ *
  *   node_modules/.bin/node test/bench/storage.bench.ts [rounds]
  *
  * Real pieces only: the local stack that `npm start` runs (DynamoDB Local, bin/svc-agent, the
- * handlers bundle in miniflare), s3rver in a child process of its own. Direct and service runs
- * alternate in every round, so drift on the shared machine hits both. Build first (`npm run bench`
- * does): the stack serves dist/worker.js.
+ * handlers bundle in miniflare, the front), s3rver in a child process of its own. Direct, 1-hop and
+ * service runs alternate in every round, so drift on the shared machine hits all of them. Build
+ * first (`npm run bench` does): the stack serves dist/worker.js.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +33,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { request } from 'undici';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { startStack, stopChild, type Stack } from '../../infra/local/stack.ts';
 import { S3_TEST_BUCKET, S3RVER_CREDENTIALS, s3TestSettings } from '../setup/s3rver.ts';
@@ -33,6 +44,9 @@ const MiB = 1024 * 1024;
 const ROUNDS = Number(process.argv[2] ?? 3);
 /** Operations per round and size: enough bytes per round that one slow request does not decide it. */
 const OPS: Record<number, number> = { [MiB]: 16, [32 * MiB]: 2 };
+/** Requests in flight in the concurrent rows, and operations per round there. */
+const CONCURRENCY = 4;
+const CONCURRENT_OPS: Record<number, number> = { [MiB]: 32, [32 * MiB]: 4 };
 
 type Op = (name: string, bytes: Uint8Array<ArrayBuffer>) => Promise<void>;
 type Read = (name: string) => Promise<number>;
@@ -128,19 +142,68 @@ async function serviceSide(stack: Stack): Promise<Side> {
   const { id } = await post('/v0/projects', { name: 'bench' }, token);
   const b = await fetch(`${stack.url}/v0/projects/${id}/storage/buckets/bench`, { method: 'PUT', headers: auth });
   if (b.status !== 201) throw new Error(`bucket: ${b.status}`);
-  const url = (name: string) => `${stack.url}/v0/projects/${id}/storage/objects/bench/${name}`;
+  return httpSide(`${stack.url}/v0/projects/${id}/storage/objects/bench/`, auth, 200);
+}
+
+/** The bench's HTTP client: PUT bytes to `base + name` (expecting 200/201), GET them back counting. */
+function httpSide(base: string, headers: Record<string, string>, getStatus: number): Side {
   return {
     async put(name, bytes) {
-      const r = await fetch(url(name), { method: 'PUT', headers: auth, body: bytes });
-      if (r.status !== 200 && r.status !== 201) throw new Error(`PUT ${name}: ${r.status} ${await r.text()}`);
-      await r.arrayBuffer();
+      const r = await request(base + name, { method: 'PUT', headers, body: bytes });
+      if (r.statusCode !== 200 && r.statusCode !== 201) throw new Error(`PUT ${name}: ${r.statusCode} ${await r.body.text()}`);
+      await r.body.dump();
     },
     async get(name) {
-      const r = await fetch(url(name), { headers: auth });
-      if (r.status !== 200) throw new Error(`GET ${name}: ${r.status} ${await r.text()}`);
-      return drain(r.body);
+      const r = await request(base + name, { headers });
+      if (r.statusCode !== getStatus) throw new Error(`GET ${name}: ${r.statusCode} ${await r.body.text()}`);
+      let n = 0;
+      for await (const chunk of r.body) n += (chunk as Buffer).byteLength;
+      return n;
     },
   };
+}
+
+/**
+ * One HTTP hop that does nothing, in a process of its own: a PUT's body is read and dropped, a GET
+ * of `/<name>` answers as many bytes as the last PUT of that name had (from one buffer, as a store
+ * that already holds them in memory would).
+ */
+async function startOneHop(): Promise<{ side: Side; child: ChildProcess }> {
+  const script = `import { createServer } from 'node:http';
+const sizes = new Map();
+const zero = Buffer.alloc(${32 * MiB});
+const server = createServer((req, res) => {
+  if (req.method === 'PUT') {
+    let n = 0;
+    req.on('data', (c) => (n += c.length));
+    req.on('end', () => { sizes.set(req.url, n); res.writeHead(201, { 'content-type': 'application/json' }).end('{}'); });
+    return;
+  }
+  const n = sizes.get(req.url) ?? 0;
+  res.writeHead(200, { 'content-length': n });
+  let at = 0;
+  const more = () => {
+    while (at < n) {
+      const k = Math.min(256 * 1024, n - at);
+      at += k;
+      if (!res.write(zero.subarray(0, k))) return void res.once('drain', more);
+    }
+    res.end();
+  };
+  more();
+});
+server.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + server.address().port));
+process.on('SIGTERM', () => process.exit(0));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      buf += d;
+      if (buf.includes('\n')) resolve(buf.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`the 1-hop server exited with ${code}`)));
+  });
+  return { side: httpSide(`${url}/`, {}, 200), child };
 }
 
 /** Plain files: write + fsync (as durable as the service's writes), and a streamed read. */
@@ -204,7 +267,20 @@ async function timed(t: Tally, bytes: number, work: () => Promise<unknown>): Pro
 
 const rate = (t: Tally) => t.bytes / MiB / t.seconds;
 
-async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endpoint: string): Promise<void> {
+/** Runs `ops` operations with `CONCURRENCY` in flight; the tally gets the wall-clock time of the lot. */
+async function timedConcurrently(t: Tally, bytes: number, ops: number, work: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < ops) await work(next++);
+    }),
+  );
+  t.seconds += (performance.now() - t0) / 1000;
+  t.bytes += bytes * ops;
+}
+
+async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endpoint: string, hop: Side): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `svc-bench-storage-${backend}-`));
   const stack = await startStack({
     dir,
@@ -220,8 +296,10 @@ async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endp
     const sizes = [MiB, 32 * MiB];
     const payload = new Map(sizes.map((n) => [n, new Uint8Array(n).map((_, i) => (i * 131) & 0xff) as Uint8Array<ArrayBuffer>]));
 
-    // Warm both paths (JIT, connections, the worker isolate) before anything is measured.
-    for (const side of [direct, service]) {
+    const arms = [['direct', direct], ['1 hop', hop], ['service', service]] as const;
+
+    // Warm every path (JIT, connections, the worker isolate) before anything is measured.
+    for (const [, side] of arms) {
       await side.put('warm', payload.get(MiB)!);
       await side.get('warm');
     }
@@ -243,18 +321,23 @@ async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endp
 
     const tallies = new Map<string, Tally>();
     const tally = (k: string) => tallies.get(k) ?? tallies.set(k, { bytes: 0, seconds: 0 }).get(k)!;
+    const check = (label: string, size: number) => (n: number) => {
+      if (n !== size) throw new Error(`${label} GET answered ${n} bytes, not ${size}`);
+    };
     for (let round = 0; round < ROUNDS; round++) {
       for (const size of sizes) {
         const bytes = payload.get(size)!;
+        // One request at a time (every PUT after the first round replaces an object).
         const ops = OPS[size]!;
-        for (const [label, side] of [['direct', direct], ['service', service]] as const) {
-          for (let i = 0; i < ops; i++) await timed(tally(`${label} put ${size}`), size, () => side.put(`o${size}-${i}`, bytes));
-          for (let i = 0; i < ops; i++) {
-            await timed(tally(`${label} get ${size}`), size, async () => {
-              const n = await side.get(`o${size}-${i}`);
-              if (n !== size) throw new Error(`${label} GET answered ${n} bytes, not ${size}`);
-            });
-          }
+        for (const [label, side] of arms) {
+          for (let i = 0; i < ops; i++) await timed(tally(`${label} put ${size} 1`), size, () => side.put(`o${size}-${i}`, bytes));
+          for (let i = 0; i < ops; i++) await timed(tally(`${label} get ${size} 1`), size, () => side.get(`o${size}-${i}`).then(check(label, size)));
+        }
+        // CONCURRENCY at a time, on other names.
+        const many = CONCURRENT_OPS[size]!;
+        for (const [label, side] of arms) {
+          await timedConcurrently(tally(`${label} put ${size} ${CONCURRENCY}`), size, many, (i) => side.put(`c${size}-${i}`, bytes));
+          await timedConcurrently(tally(`${label} get ${size} ${CONCURRENCY}`), size, many, (i) => side.get(`c${size}-${i}`).then(check(label, size)));
         }
       }
     }
@@ -264,15 +347,22 @@ async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endp
     const warmPut = await peakAboveIdle(stack, () => service.put('rss-warm', payload.get(32 * MiB)!));
 
     console.log(`\nstorage, ${backend} backend: service = handlers in miniflare → ${backend === 'fs' ? 'host agent → files' : 's3rver'}; direct = ${backend === 'fs' ? 'plain file write + fsync / read' : 'SDK PutObject / GetObject to s3rver'}`);
-    console.log(`  ${ROUNDS} alternating rounds; per round ${OPS[MiB]} × 1 MiB and ${OPS[32 * MiB]} × 32 MiB each way`);
-    for (const size of sizes) {
-      for (const op of ['put', 'get'] as const) {
-        const d = rate(tally(`direct ${op} ${size}`));
-        const s = rate(tally(`service ${op} ${size}`));
-        const ratio = s / d;
-        console.log(
-          `  ${op.toUpperCase().padEnd(3)} ${String(size / MiB).padStart(2)} MiB   direct ${d.toFixed(1).padStart(7)} MiB/s   service ${s.toFixed(1).padStart(7)} MiB/s   ratio ${ratio.toFixed(2)} (target >= 0.7) ${ratio >= 0.7 ? 'ok' : 'MISSED'}`,
-        );
+    console.log(
+      `  ${ROUNDS} alternating rounds; per round, each way and on each side: ${OPS[MiB]} × 1 MiB and ${OPS[32 * MiB]} × 32 MiB one at a time, ` +
+        `then ${CONCURRENT_OPS[MiB]} × 1 MiB and ${CONCURRENT_OPS[32 * MiB]} × 32 MiB ${CONCURRENCY} at a time`,
+    );
+    console.log(`  "1 hop": the same client against a server that only takes or gives the bytes (the best one HTTP hop allows)`);
+    for (const inFlight of [1, CONCURRENCY]) {
+      console.log(inFlight === 1 ? '  one request at a time (the targets):' : `  ${CONCURRENCY} requests in flight on every side (in addition):`);
+      for (const size of sizes) {
+        for (const op of ['put', 'get'] as const) {
+          const [d, h, s] = ['direct', '1 hop', 'service'].map((label) => rate(tally(`${label} ${op} ${size} ${inFlight}`))) as [number, number, number];
+          const ratio = s / d;
+          const verdict = inFlight === 1 ? ` (target >= 0.7) ${ratio >= 0.7 ? 'ok' : 'MISSED'}` : '';
+          console.log(
+            `    ${op.toUpperCase().padEnd(3)} ${String(size / MiB).padStart(2)} MiB   direct ${d.toFixed(1).padStart(7)} MiB/s   1 hop ${h.toFixed(1).padStart(7)} MiB/s (${(h / d).toFixed(2)})   service ${s.toFixed(1).padStart(7)} MiB/s   ratio ${ratio.toFixed(2)}${verdict}`,
+          );
+        }
       }
     }
     const mib = (n: number) => (n / MiB).toFixed(1);
@@ -290,11 +380,13 @@ async function benchBackend(backend: 'fs' | 's3', dynamoEndpoint: string, s3Endp
 async function main(): Promise<void> {
   const dynamo = await startDynamoLocal();
   const s3 = await startS3rverProcess();
+  const hop = await startOneHop();
   try {
-    for (const backend of ['fs', 's3'] as const) await benchBackend(backend, dynamo.endpoint, s3.endpoint);
+    for (const backend of ['fs', 's3'] as const) await benchBackend(backend, dynamo.endpoint, s3.endpoint, hop.side);
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ') as [string];
     console.log(`\nmachine: ${cpus().length} cores, load average ${load1} (other work on the machine colours the wall-clock figures)`);
   } finally {
+    await stopChild(hop.child, 5000);
     await stopChild(s3.child, 5000);
     await dynamo.stop();
   }
