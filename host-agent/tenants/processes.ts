@@ -87,6 +87,9 @@ export interface SpawnedServe {
   exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | null;
 }
 
+/** How long an engine whose first line is not its ready line may take to exit on its own. */
+const NOT_READY_GRACE_MS = 500;
+
 /**
  * Spawns `bin serve --data-dir D --listen host:port --max-body-bytes N` in its own process group (so a terminal's Ctrl-C
  * reaches only the agent, which stops engines in order, and engines outlive a killed agent to be
@@ -149,17 +152,22 @@ export function spawnServe(options: {
       try {
         parsed = JSON.parse(line);
       } catch {
-        options.onOutput(`${line}\n`);
-        reject(new Error('the engine printed something other than its ready line'));
-        return;
+        parsed = null;
       }
       const r = parsed as Partial<ReadyLine> | null;
       if (r && r.ready === true && typeof r.listen === 'string' && typeof r.pid === 'number') {
         resolve(r as ReadyLine);
-      } else {
-        options.onOutput(`${line}\n`);
-        reject(new Error('the engine printed something other than its ready line'));
+        return;
       }
+      options.onOutput(`${line}\n`);
+      // An engine that prints something else first is usually failing and about to say why on
+      // stderr and exit: a moment for that, so its reason reaches the tenant log before it is stopped.
+      const refused = () => reject(new Error('the engine printed something other than its ready line'));
+      const grace = setTimeout(refused, NOT_READY_GRACE_MS);
+      void exited.then(() => {
+        clearTimeout(grace);
+        refused();
+      });
     };
     stdout.on('data', onData);
     void exited.then(() => {

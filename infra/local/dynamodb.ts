@@ -3,7 +3,7 @@
  * process: in memory for tests, persisted under a directory for `npm start`. Needs Java 17.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,14 +17,41 @@ export interface DynamoLocal {
   stop(): Promise<void>;
 }
 
-/** Finds a free loopback port (for port 0 requests: DynamoDB Local cannot report the one it took). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+/**
+ * Finds a free loopback port for a server that binds it later (DynamoDB Local cannot report a port
+ * it chose itself). Picked below the kernel's ephemeral range, so that nothing binding port 0 (the
+ * agents, the engines, outgoing connections) can be handed the same number before it is used; port 0
+ * semantics only when no such port is free.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const [low] = ephemeralRange();
+  const from = Math.max(1024, Math.min(10_000, low - 2_000));
+  for (let attempt = 0; attempt < 50 && low - from > 0; attempt++) {
+    const candidate = from + Math.floor(Math.random() * (low - from));
+    if (await bindable(host, candidate)) return candidate;
+  }
+  return bindable(host, 0) as Promise<number>;
+}
+
+/** The kernel's ephemeral port range (Linux), or the IANA one elsewhere. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [a, b] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(a) && Number.isInteger(b)) return [a!, b!];
+  } catch {
+    // not Linux
+  }
+  return [49152, 65535];
+}
+
+/** Binds and releases host:port; answers the port bound, or 0 when it was taken. */
+function bindable(host: string, port: number): Promise<number> {
+  return new Promise((resolvePort) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolvePort(port));
+    srv.once('error', () => resolvePort(0));
+    srv.listen(port, host, () => {
+      const bound = (srv.address() as { port: number }).port;
+      srv.close(() => resolvePort(bound));
     });
   });
 }

@@ -3,20 +3,11 @@
  * Local, the host agent, the handlers bundle in miniflare — driven over HTTP only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../infra/local/dynamodb.ts';
 import { REPO, tempDir } from '../helpers/env.ts';
 import { descendants, alive } from '../helpers/procs.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Started {
   child: ChildProcess;
