@@ -10,9 +10,9 @@
  * request is refused (at most once per `refreshMs` per peer, so a flood of requests for a dead
  * agent's projects costs one read per interval, not one per request).
  */
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { AgentRecord } from '../../shared/db/agents.ts';
-import { UPSTREAM_TIMEOUTS } from './upstreams.ts';
+import { Upstreams } from './upstreams.ts';
 
 /** Reads one agent's registration (shared/db/agents.ts getAgent in the agent). */
 export type AgentLoader = (agentId: string) => Promise<AgentRecord | null>;
@@ -47,7 +47,7 @@ interface Entry {
 export class Peers {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<void>>();
-  private readonly pools = new Map<string, { url: string; pool: Pool }>();
+  private readonly pools = new Upstreams();
   private readonly options: PeersOptions;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
@@ -85,7 +85,7 @@ export class Peers {
     const record = entry.record;
     if (!record) return { reason: 'unregistered' };
     if (!this.live(record, this.now())) return { reason: 'stale', heartbeatAt: record.heartbeat_at };
-    return { agentId, dataplaneUrl: record.dataplane_url, pool: this.poolFor(agentId, record.dataplane_url) };
+    return { agentId, dataplaneUrl: record.dataplane_url, pool: this.pools.forOrigin(agentId, record.dataplane_url) };
   }
 
   /**
@@ -95,25 +95,7 @@ export class Peers {
   suspect(agentId: string): void {
     const entry = this.entries.get(agentId);
     if (entry) entry.readAt = -Infinity;
-    const current = this.pools.get(agentId);
-    if (current) {
-      this.pools.delete(agentId);
-      void current.pool.destroy().catch(() => {});
-    }
-  }
-
-  private poolFor(agentId: string, url: string): Pool {
-    const current = this.pools.get(agentId);
-    if (current?.url === url) return current.pool;
-    if (current) void current.pool.close().catch(() => {});
-    const pool = new Pool(url, {
-      connections: 128,
-      connectTimeout: UPSTREAM_TIMEOUTS.connectMs,
-      headersTimeout: UPSTREAM_TIMEOUTS.headersMs,
-      bodyTimeout: UPSTREAM_TIMEOUTS.bodyMs,
-    });
-    this.pools.set(agentId, { url, pool });
-    return pool;
+    this.pools.drop(agentId);
   }
 
   /** One read per peer at a time. */
@@ -138,9 +120,7 @@ export class Peers {
   }
 
   /** Destroys every pool. */
-  async close(): Promise<void> {
-    const all = [...this.pools.values()];
-    this.pools.clear();
-    await Promise.all(all.map((p) => p.pool.destroy().catch(() => {})));
+  close(): Promise<void> {
+    return this.pools.close();
   }
 }

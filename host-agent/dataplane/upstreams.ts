@@ -18,31 +18,38 @@ export interface EngineEndpoint {
  */
 export const UPSTREAM_TIMEOUTS = { connectMs: 5_000, headersMs: 300_000, bodyMs: 300_000 } as const;
 
-/** The pools of one agent's `/v2` listener. */
+/**
+ * Pools keyed by what they reach: one agent's engines (by project) or its peers (by agent id,
+ * host-agent/dataplane/peers.ts).
+ */
 export class Upstreams {
-  private readonly pools = new Map<string, { address: string; pool: Pool }>();
+  private readonly pools = new Map<string, { origin: string; pool: Pool }>();
 
   /** The pool for `projectId`'s engine at `endpoint`, made on first use. */
   for(projectId: string, endpoint: EngineEndpoint): Pool {
-    const address = `${endpoint.host}:${endpoint.port}`;
-    const current = this.pools.get(projectId);
-    if (current?.address === address) return current.pool;
+    return this.forOrigin(projectId, `http://${endpoint.host}:${endpoint.port}`);
+  }
+
+  /** The pool for `key` at `origin`; one made to another origin before is closed and replaced. */
+  forOrigin(key: string, origin: string): Pool {
+    const current = this.pools.get(key);
+    if (current?.origin === origin) return current.pool;
     if (current) void current.pool.close().catch(() => {});
-    const pool = new Pool(`http://${address}`, {
+    const pool = new Pool(origin, {
       connections: 128,
       connectTimeout: UPSTREAM_TIMEOUTS.connectMs,
       headersTimeout: UPSTREAM_TIMEOUTS.headersMs,
       bodyTimeout: UPSTREAM_TIMEOUTS.bodyMs,
     });
-    this.pools.set(projectId, { address, pool });
+    this.pools.set(key, { origin, pool });
     return pool;
   }
 
-  /** Drops a project's pool (its engine exited): in-flight requests fail now rather than later. */
-  drop(projectId: string): void {
-    const current = this.pools.get(projectId);
+  /** Drops a pool (its engine exited, its peer failed): in-flight requests fail now rather than later. */
+  drop(key: string): void {
+    const current = this.pools.get(key);
     if (!current) return;
-    this.pools.delete(projectId);
+    this.pools.delete(key);
     void current.pool.destroy().catch(() => {});
   }
 
