@@ -34,6 +34,7 @@ import {
   type ObjectRecord,
 } from '../shared/db/storage.ts';
 import { ServiceError, errorResponse, errors } from '../shared/errors.ts';
+import { answerWhileDraining } from '../shared/linger.ts';
 import { newId } from '../shared/ids.ts';
 import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { parseOr400 } from '../shared/validation.ts';
@@ -583,41 +584,12 @@ function earlyStore(ctx: Ctx, projectId: string, backend: BlobBackend): { store:
   return { store: agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => forgetAgent(ctx, agent.agent_id)), agentId: agent.agent_id };
 }
 
-/** How long a refused body is read and discarded so that its answer arrives (see refuseUnread). */
-const LINGER_MS = 30_000;
-
 /**
  * Answers `err` to a request whose body is still unread, reading and discarding the body meanwhile
- * (for at most LINGER_MS) before the answer ends. A server that closes a connection with request
- * bytes unread resets it, and the client can lose the answer with it (RFC 9112 §9.6, "lingering
- * close"): Node lingers by itself, workerd does not. Nothing of the body is kept.
+ * (shared/linger.ts).
  */
 function refuseUnread(request: Request, ctx: Ctx, err: unknown): Response {
-  const refused = errorResponse(err, ctx.requestId, ctx.deps.log);
-  const body = request.body;
-  if (!body || !refused.body) return refused;
-  const answer = refused.body;
-  const deadline = Date.now() + LINGER_MS;
-  const lingering = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      const out = answer.getReader();
-      for (;;) {
-        const { done, value } = await out.read();
-        if (done) break;
-        controller.enqueue(value);
-      }
-      const reader = body.getReader();
-      try {
-        while (Date.now() < deadline) if ((await reader.read()).done) break;
-      } catch {
-        // The client went away: nothing left to answer.
-      } finally {
-        reader.cancel().catch(() => {});
-        controller.close();
-      }
-    },
-  });
-  return new Response(lingering, { status: refused.status, headers: refused.headers });
+  return answerWhileDraining(errorResponse(err, ctx.requestId, ctx.deps.log), request.body);
 }
 
 /** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */

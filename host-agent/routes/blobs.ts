@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
+import { answerWhileDraining } from '../../shared/linger.ts';
 import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
 import type { AgentContext } from '../context.ts';
 import { json } from '../http.ts';
@@ -52,11 +53,13 @@ export function register(router: InternalRouter): void {
       const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
       return json(written, 201);
     } catch (err) {
-      // Refused before the body ended (413): the rest of it is still on the connection. Close the
-      // connection after the answer, or the caller's pool would queue its next request behind it.
+      // Refused before the body ended (413): the rest of it is still on the connection. It is read
+      // and discarded while the answer goes out (closing with it unread would reset the connection,
+      // and the caller could lose the 413), and the connection is closed after the answer, or the
+      // caller's pool would queue its next request behind it.
       const response = errorResponse(err, request.headers.get('x-request-id') ?? newRequestId(), ctx.log);
       response.headers.set('connection', 'close');
-      return response;
+      return answerWhileDraining(response, request.body);
     }
   });
 

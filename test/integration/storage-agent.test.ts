@@ -13,6 +13,8 @@ import { AGENT_RECORD_REUSE_MS } from '../../handlers/placement.ts';
 import { getAgent, heartbeatAgent, registerAgent, type AgentRecord } from '../../shared/db/agents.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 import { patternBytes } from '../helpers/bytes.ts';
+import { issueInternalToken } from '../../shared/auth.ts';
+import { blobName, newWriteId } from '../../shared/blobs/names.ts';
 
 const STALE_MS = 20_000;
 
@@ -170,5 +172,42 @@ describe('the agent of the fs store', () => {
     } finally {
       await reregister(svc.agent.internalUrl, Date.now());
     }
+  });
+});
+
+describe('an over-limit body of unknown length sent to the agent', () => {
+  it('is answered 413 while the rest is read, then the connection closes cleanly: never stalled, never reset', async () => {
+    const name = await blobName(prj, 'files', 'big', newWriteId());
+    const token = await issueInternalToken(svc.env.SVCD_INTERNAL_SECRET!);
+    const url = new URL(svc.agent.internalUrl);
+    const socket = connect(Number(url.port), url.hostname);
+    let answer = '';
+    let failure: Error | null = null;
+    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
+    socket.on('error', (err) => (failure = err));
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.write(
+      `PUT /internal/v1/blobs/${prj}/${name} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${token}\r\n` +
+        `x-svc-max-bytes: ${1024 * 1024}\r\ntransfer-encoding: chunked\r\n\r\n`,
+    );
+    // 16 MiB against a 1 MiB limit, written as fast as the socket takes it, then the last chunk.
+    const chunk = patternBytes(64 * 1024, 3);
+    const head = Buffer.from(`${chunk.byteLength.toString(16)}\r\n`);
+    const send = async () => {
+      for (let i = 0; i < 256 && !socket.destroyed; i++) {
+        if (!socket.write(Buffer.concat([head, chunk, Buffer.from('\r\n')]))) await new Promise((r) => socket.once('drain', r));
+      }
+      socket.end('0\r\n\r\n');
+      await closed;
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<string>((r) => (timer = setTimeout(() => r('stuck'), 10_000)));
+    const outcome = await Promise.race([send().then(() => 'closed'), stuck]);
+    clearTimeout(timer);
+    socket.destroy();
+    expect(outcome, 'the agent stopped reading the body but kept the connection open').toBe('closed');
+    expect(failure).toBeNull();
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toContain('payload_too_large');
   });
 });
