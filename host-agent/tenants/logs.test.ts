@@ -5,7 +5,8 @@ import { tempDir } from '../../test/helpers/env.ts';
 import { layoutOf } from './layout.ts';
 import { LOG_KEEP, TenantLogs } from './logs.ts';
 import { PortPool, portIsFree } from './ports.ts';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
+import { freePort } from '../../infra/local/dynamodb.ts';
 
 const P = 'prj_0123456789abcdef';
 let cleanup: (() => void) | undefined;
@@ -44,9 +45,7 @@ describe('TenantLogs', () => {
 
 describe('PortPool', () => {
   it('hands each port out once and skips ports another program holds', async () => {
-    const holder = createServer();
-    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
-    const held = (holder.address() as { port: number }).port;
+    const { holder, held } = await holdPortBeforeFreeOne();
     try {
       expect(await portIsFree('127.0.0.1', held)).toBe(false);
       const pool = new PortPool([held, held + 1]);
@@ -60,3 +59,22 @@ describe('PortPool', () => {
     }
   });
 });
+
+/**
+ * A port held by "another program" with the next one free, both from below the kernel's ephemeral
+ * range (infra/local/dynamodb.ts freePort), so nothing binding port 0 meanwhile can take the free one.
+ */
+async function holdPortBeforeFreeOne(): Promise<{ holder: Server; held: number }> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const held = await freePort();
+    const holder = createServer();
+    const bound = await new Promise<boolean>((r) => {
+      holder.once('error', () => r(false));
+      holder.listen(held, '127.0.0.1', () => r(true));
+    });
+    if (!bound) continue;
+    if (held < 65535 && (await portIsFree('127.0.0.1', held + 1))) return { holder, held };
+    holder.close();
+  }
+  throw new Error('no port with a free neighbour found');
+}
