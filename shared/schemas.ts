@@ -1,7 +1,7 @@
 /**
  * zod schemas of every resource and request body, shared by handlers and host agent. Patterns and
- * limits are the contract's ("Resources and their fields", "Limits"); where it says "not shown" they
- * are DESIGN §3's.
+ * limits are the contract's ("Resources and their fields", "Limits"); where it says "not shown",
+ * docs/api.md records what we chose.
  */
 import { z } from 'zod';
 import { ID_PATTERNS } from './ids.ts';
@@ -15,16 +15,29 @@ export const projectIdSchema = z.string().regex(ID_PATTERNS.prj, 'must match ^pr
 export const accountIdSchema = z.string().regex(ID_PATTERNS.acct, 'must match ^acct_[0-9a-f]{16}$');
 export const agentIdSchema = z.string().regex(ID_PATTERNS.agt, 'must match ^agt_[0-9a-f]{16}$');
 
-/** Project name: 1 to 64 characters, no control characters (DESIGN §3 "Limits not shown"). */
+/** True when `s` holds nothing but whitespace (Unicode White_Space, as JavaScript's `\s`). */
+export function isBlank(s: string): boolean {
+  return /^\s*$/u.test(s);
+}
+
+/**
+ * Project (and account) name: 1 to 64 characters, no control characters, not only whitespace
+ * (docs/api.md "Decisions"). Kept exactly as given: no trimming.
+ */
 export const projectNameSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(64, 'must be at most 64 characters')
   // eslint-disable-next-line no-control-regex
-  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not contain control characters');
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not contain control characters')
+  .refine((s) => !isBlank(s), 'must not be blank');
 
-/** Labels of keys and snapshots: string or null, at most 64 characters. */
-export const labelSchema = z.string().max(64, 'must be at most 64 characters').nullable();
+/** Labels of keys and snapshots: string or null, at most 64 characters, not blank (null says "no label"). */
+export const labelSchema = z
+  .string({ error: (issue) => (issue.input === undefined ? undefined : 'must be a string or null') })
+  .max(64, 'must be at most 64 characters')
+  .refine((s) => !isBlank(s), 'must not be blank')
+  .nullable();
 
 export const projectStateSchema = z.enum(['stopped', 'running', 'sleeping']);
 export type ProjectState = z.output<typeof projectStateSchema>;
@@ -41,7 +54,7 @@ export const projectSchema = z.object({
 export type Project = z.output<typeof projectSchema>;
 
 export const signupRequestSchema = z.strictObject({
-  name: z.string().max(64, 'must be at most 64 characters').optional(),
+  name: projectNameSchema.optional(),
   invite_code: z.string().max(256, 'must be at most 256 characters').optional(),
 });
 
@@ -52,8 +65,23 @@ export const sessionRequestSchema = z.strictObject({
 
 export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
 
-/** Query of every paginated list (DESIGN §3: `limit` 1–1000, `cursor`). */
-export const pageQuerySchema = z.object({
-  limit: z.coerce.number().int('must be an integer').min(1, 'must be at least 1').max(1000, 'must be at most 1000').optional(),
-  cursor: z.string().max(2048, 'is too long').optional(),
+/** The one message of a bad `limit`. */
+export const LIMIT_PROBLEM = 'must be a whole number from 1 to 1000';
+
+/** `limit` of a list, as query text: a whole number from 1 to 1000 (docs/api.md "Decisions"). */
+export const limitSchema = z
+  .string()
+  .refine((s) => /^\d{1,16}$/.test(s) && Number(s) >= 1 && Number(s) <= 1000, LIMIT_PROBLEM)
+  .transform(Number);
+
+/**
+ * `cursor` of a list, as sent: opened (and judged) by shared/cursors.ts. Anything longer than any
+ * cursor the service issues is not one of them.
+ */
+export const cursorSchema = z.string().max(16 * 1024, 'is not valid');
+
+/** Query of every paginated list: `limit` and `cursor`, nothing else (docs/api.md "Decisions"). */
+export const pageQuerySchema = z.strictObject({
+  limit: limitSchema.optional(),
+  cursor: cursorSchema.optional(),
 });
