@@ -6,6 +6,7 @@ import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
+import type { CursorSeal } from '../shared/cursors.ts';
 import type { AgentRecord } from '../shared/db/agents.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
 
@@ -16,6 +17,8 @@ export interface Deps {
   agents: AgentClient;
   /** Function-secrets key ring (null: secrets are not configured on this deployment). */
   secrets: KeyRing | null;
+  /** Seals and opens list cursors (shared/cursors.ts). */
+  cursors: CursorSeal;
   /** Placement hints of this isolate, project id → agent id (handlers/placement.ts). */
   placements: Map<string, string>;
   /** Agent records this isolate read lately, by agent id, with when (handlers/placement.ts). */

@@ -1,5 +1,6 @@
 /** Builds the handlers' `deps` from an environment record, once per isolate or process. */
 import { createAgentClient } from '../shared/agent-client.ts';
+import { cursorSeal } from '../shared/cursors.ts';
 import { loadSettings } from '../shared/config.ts';
 import { createDb } from '../shared/db/client.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
@@ -14,6 +15,7 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     agents: createAgentClient(settings.SVCD_INTERNAL_SECRET),
     // Parsed here so a bad key ring fails the start, not the first secret PUT.
     secrets: parseKeyRing(settings),
+    cursors: cursorSeal(settings.SVCD_SESSION_SECRET),
     placements: new Map(),
     agentRecords: new Map(),
     owners: new Map(),

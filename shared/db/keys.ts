@@ -7,12 +7,12 @@
  *   verifier, revoked_at). Only the verifier HMAC-SHA256(pepper, secret) is stored, never the secret.
  * Revocation sets `revoked_at` on both, conditionally, so the first `revoked_at` is the one kept.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
 /** A key as listed and revoked (contract "GET keys"): never the secret, never the verifier. */
@@ -79,16 +79,16 @@ export async function createKey(db: Db, key: NewKey): Promise<void> {
 /** Lists a project's keys in key-id order (the sort key), revoked ones included. */
 export async function listKeys(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<KeyView>> {
   const pk = keys.project(projectId).pk;
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': pk, ':prefix': 'KEY#' },
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
-    }),
+    },
+    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
-  return { items: (out.Items ?? []).map(toView), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items: page.items.map(toView), nextCursor: page.nextCursor };
 }
 
 /** Reads one key of a project, or null. */

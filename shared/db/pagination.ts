@@ -1,53 +1,84 @@
 /**
- * Opaque list cursors (DESIGN §3: `limit`, `cursor`, `next_cursor`). A cursor is the DynamoDB
- * LastEvaluatedKey, base64url-encoded; it is checked against the partition being listed so a forged
- * cursor can never reach another partition.
+ * Pages of the lists (docs/api.md "Decisions": `limit`, `cursor`, `next_cursor`). A page reads one
+ * item past `limit`, so `next_cursor` is null exactly when nothing follows: DynamoDB sets
+ * LastEvaluatedKey whenever it stopped at `Limit`, even on the last item, and a cursor made from it
+ * would lead to an empty page.
+ *
+ * The repository's cursor is the JSON of the key of the last item answered, checked against the
+ * partition being listed. It never leaves the service as is: the handlers seal it for the one list
+ * it belongs to (shared/cursors.ts).
  */
-import { errors } from '../errors.ts';
+import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { invalidCursor } from '../cursors.ts';
+import type { Db } from './client.ts';
 
 type KeyMap = Record<string, unknown>;
+/** An item as the document client answers it. */
+type Item = NonNullable<QueryCommandOutput['Items']>[number];
 
-function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+/** A page of a list. */
+export interface Page<T> {
+  items: T[];
+  /** Where the next page starts (the repository's cursor), or null when this page ends the list. */
+  nextCursor: string | null;
 }
 
-function fromBase64Url(text: string): string {
-  const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-  return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-}
-
-/** Encodes a LastEvaluatedKey as a cursor, or null at the end of the list. */
+/** Encodes a key as the repository's cursor, or null at the end of the list. */
 export function encodeCursor(key: KeyMap | undefined): string | null {
-  return key ? toBase64Url(JSON.stringify(key)) : null;
+  return key ? JSON.stringify(key) : null;
 }
 
 /**
- * Decodes a cursor; `partition` names the attribute and value the key must carry. A cursor that does
- * not decode, or names another partition, is 400.
+ * Decodes a repository cursor; `partition` names the attribute and value the key must carry. One
+ * that does not decode, holds anything but strings, or names another partition is 400.
  */
 export function decodeCursor(cursor: string | undefined, partition: [string, string]): KeyMap | undefined {
   if (cursor === undefined) return undefined;
   let key: unknown;
   try {
-    key = JSON.parse(fromBase64Url(cursor));
+    key = JSON.parse(cursor);
   } catch {
-    throw errors.invalid('cursor is not a cursor this service issued');
+    throw invalidCursor();
   }
   if (
     typeof key !== 'object' || key === null || Array.isArray(key) ||
     (key as KeyMap)[partition[0]] !== partition[1] ||
     !Object.values(key as KeyMap).every((v) => typeof v === 'string')
   ) {
-    throw errors.invalid('cursor is not a cursor this service issued');
+    throw invalidCursor();
   }
   return key as KeyMap;
 }
 
-/** A page of a list. */
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
+/** Most items one Query may ask for: one past the largest page. */
+const MAX_LIMIT = 1000;
+
+/**
+ * Runs `query` (without `Limit` or `ExclusiveStartKey`) from `cursor` for one page of `limit`
+ * items: it reads up to `limit + 1` items, following DynamoDB's own pages (1 MB each) as needed,
+ * and answers a cursor only when an item beyond the page exists. `keyOf` gives an item's key (the
+ * table's, plus the index's when `query` reads an index) as DynamoDB would name it in
+ * LastEvaluatedKey; `partition` is checked in a cursor as in decodeCursor.
+ */
+export async function queryPage(
+  db: Db,
+  query: Omit<QueryCommandInput, 'Limit' | 'ExclusiveStartKey'>,
+  { limit, cursor, partition, keyOf }: { limit: number; cursor: string | undefined; partition: [string, string]; keyOf: (item: Item) => KeyMap },
+): Promise<{ items: Item[]; nextCursor: string | null }> {
+  const want = Math.min(limit, MAX_LIMIT) + 1;
+  const items: Item[] = [];
+  let start = decodeCursor(cursor, partition);
+  do {
+    const out = await db.doc.send(new QueryCommand({ ...query, Limit: want - items.length, ExclusiveStartKey: start }));
+    items.push(...(out.Items ?? []));
+    start = out.LastEvaluatedKey;
+  } while (start && items.length < want);
+  if (items.length < want) return { items, nextCursor: null };
+  const page = items.slice(0, want - 1);
+  return { items: page, nextCursor: encodeCursor(keyOf(page[page.length - 1]!)) };
+}
+
+/** The key of an item of the table: its `pk` and `sk`. */
+export function tableKeyOf(item: Item): KeyMap {
+  return { pk: item.pk, sk: item.sk };
 }

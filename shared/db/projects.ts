@@ -1,12 +1,12 @@
 /** Repository: projects, their owner and their placement on a host agent. */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import type { Project, ProjectState } from '../schemas.ts';
 import { DATA_PLANE, ENGINE_PIN } from '../schemas.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { queryPage, tableKeyOf } from './pagination.ts';
 import { GSI1, keys } from './table.ts';
 
 /** A project as stored: the public fields plus its owner and the agent that hosts its tenant. */
@@ -105,18 +105,19 @@ export async function getOwnedProject(db: Db, projectId: string, accountId: stri
 /** Lists an account's projects, oldest first. */
 export async function listProjects(db: Db, accountId: string, limit: number, cursor?: string): Promise<Page<ProjectRecord>> {
   const partition = keys.projectsOf(accountId);
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       IndexName: GSI1.name,
       KeyConditionExpression: '#p = :p AND begins_with(#s, :prefix)',
       ExpressionAttributeNames: { '#p': GSI1.pk, '#s': GSI1.sk },
       ExpressionAttributeValues: { ':p': partition, ':prefix': 'PRJ#' },
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, [GSI1.pk, partition]),
-    }),
+    },
+    // An index's LastEvaluatedKey names the table's key and the index's.
+    { limit, cursor, partition: [GSI1.pk, partition], keyOf: (i) => ({ ...tableKeyOf(i), [GSI1.pk]: i[GSI1.pk], [GSI1.sk]: i[GSI1.sk] }) },
   );
-  return { items: (out.Items ?? []).map(toRecord), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items: page.items.map(toRecord), nextCursor: page.nextCursor };
 }
 
 /**

@@ -3,12 +3,11 @@
  * TransactWriteItems as the change it records: callers add `receiptPut(...)` to their transaction.
  * A receipt names its target (bucket/key, or a secret's name) and never carries a value.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../ids.ts';
 import type { Db } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
 /** Operations that are receipted. */
@@ -46,18 +45,18 @@ export function receiptPut(db: Db, receipt: Receipt): TransactItem {
 /** Lists a project's receipts, newest first. */
 export async function listReceipts(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<Receipt>> {
   const pk = keys.project(projectId).pk;
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': pk, ':prefix': 'RCPT#' },
       ScanIndexForward: false,
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
-    }),
+    },
+    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
-  const items = (out.Items ?? []).map(
+  const items = page.items.map(
     (i): Receipt => ({ id: i.id, project: i.project, op: i.op, target: i.target, actor: i.actor, request_id: i.request_id, at: i.at }),
   );
-  return { items, nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items, nextCursor: page.nextCursor };
 }

@@ -14,7 +14,7 @@ import type { SealedSecret } from '../secrets-crypto.ts';
 import type { Db } from './client.ts';
 import { isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { queryPage } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
 import { keys } from './table.ts';
 
@@ -168,18 +168,19 @@ export async function deleteSecret(db: Db, change: SecretChange): Promise<Secret
 /** Lists a project's secrets by name: metadata only (the sealed value is not even read). */
 export async function listSecrets(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<SecretMetadata>> {
   const pk = keys.project(projectId).pk;
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SECRET#' },
       ProjectionExpression: METADATA_PROJECTION.expression,
       ExpressionAttributeNames: METADATA_PROJECTION.names,
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
-    }),
+    },
+    // The projection leaves the key out: it is rebuilt from the name.
+    { limit, cursor, partition: ['pk', pk], keyOf: (i) => keys.secret(projectId, String(i.name)) },
   );
-  return { items: (out.Items ?? []).map(metadataOf), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items: page.items.map(metadataOf), nextCursor: page.nextCursor };
 }
 
 /**

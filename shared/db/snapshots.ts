@@ -3,13 +3,13 @@
  * `SNAP#<snapshot_id>`. Snapshot ids are time-ordered (below), so one GetItem answers "this
  * snapshot" and one backwards Query answers "newest first" without a second index.
  */
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import { randomHex } from '../ids.ts';
 import type { Db } from './client.ts';
 import { isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
 /** The engine's status snapshot, as copied into a snapshot (contract "Snapshot" `lineage`). */
@@ -95,18 +95,18 @@ export async function getSnapshot(db: Db, projectId: string, snapshotId: string)
 /** Lists a project's snapshots, newest first. */
 export async function listSnapshots(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<Snapshot>> {
   const pk = keys.project(projectId).pk;
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SNAP#' },
       ScanIndexForward: false,
       ConsistentRead: true,
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
-    }),
+    },
+    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
-  return { items: (out.Items ?? []).map(toSnapshot), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items: page.items.map(toSnapshot), nextCursor: page.nextCursor };
 }
 
 /** The id of the project's newest snapshot, or null. */

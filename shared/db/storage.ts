@@ -32,11 +32,12 @@
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { BlobBackend } from '../blobs/store.ts';
+import { invalidCursor } from '../cursors.ts';
 import { errors } from '../errors.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { decodeCursor, encodeCursor, queryPage, tableKeyOf } from './pagination.ts';
 import { toRecord as toProject, type ProjectRecord } from './projects.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
 import { keys } from './table.ts';
@@ -189,17 +190,17 @@ export async function getBucket(db: Db, projectId: string, name: string): Promis
 /** Lists a project's buckets by name. */
 export async function listBuckets(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<BucketRecord>> {
   const pk = keys.project(projectId).pk;
-  const out = await db.doc.send(
-    new QueryCommand({
+  const page = await queryPage(
+    db,
+    {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': pk, ':prefix': 'BKT#' },
-      Limit: limit,
-      ExclusiveStartKey: decodeCursor(cursor, ['pk', pk]),
       ConsistentRead: true,
-    }),
+    },
+    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
-  return { items: (out.Items ?? []).map(toBucket), nextCursor: encodeCursor(out.LastEvaluatedKey) };
+  return { items: page.items.map(toBucket), nextCursor: page.nextCursor };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -386,7 +387,7 @@ export async function listObjects(db: Db, projectId: string, bucket: string, lim
   const resume = decodeCursor(cursor, ['pk', pk]);
   if (resume) {
     const sk = resume.sk;
-    if (typeof sk !== 'string' || !sk.startsWith(prefix)) throw errors.invalid('cursor is not a cursor of this bucket');
+    if (typeof sk !== 'string' || !sk.startsWith(prefix)) throw invalidCursor();
     if (typeof resume.k === 'string') {
       const after = resume.k;
       for (const m of await groupMembers(db, pk, sk)) if (compareKeys(m.record.key, after) > 0) out.push(m);
