@@ -23,7 +23,7 @@ async function inviteAdmits(ctx: Ctx, code: string | undefined): Promise<boolean
 export function register(router: Routes): void {
   router.post('/v0/signup', async (request, ctx) => {
     const { settings, db } = ctx.deps;
-    const body = await readJson(request, signupRequestSchema, settings.SVCD_JSON_MAX_BYTES, { optional: true });
+    const body = await readJson(request, signupRequestSchema, settings.SVCD_JSON_MAX_BYTES);
     if (!(await inviteAdmits(ctx, body.invite_code))) {
       throw errors.denied('invite_code: a valid invite code is required to sign up on this deployment');
     }

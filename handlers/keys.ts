@@ -11,7 +11,7 @@ import { labelSchema, pageQuerySchema } from '../shared/schemas.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Routes } from './context.ts';
-import { json, pathParam, queryOf, readJson } from './http.ts';
+import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
 import { agentFor } from './placement.ts';
 
 /** A key id: 32 lowercase hex (contract "Project key"). */
@@ -31,7 +31,7 @@ export function register(router: Routes): void {
   router.post('/v0/projects/:id/keys', async (request, ctx) => {
     const { settings, db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
-    const body = await readJson(request, createKeyRequestSchema, settings.SVCD_JSON_MAX_BYTES, { optional: true });
+    const body = await readJson(request, createKeyRequestSchema, settings.SVCD_JSON_MAX_BYTES);
     const issued = newProjectKey();
     const created_at = nowIso(ctx.deps.now());
     const label = body.label ?? null;
@@ -47,17 +47,19 @@ export function register(router: Routes): void {
   });
 
   router.get('/v0/projects/:id/keys', async (request, ctx) => {
-    const { settings, db } = ctx.deps;
+    const { db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listKeys(db, project.id, query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ keys: page.items, next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['keys', project.id], query, (limit, after) => listKeys(db, project.id, limit, after));
+    return json({ keys: page.items, next_cursor: page.next_cursor });
   });
 
   router.delete('/v0/projects/:id/keys/:key_id', async (request, ctx) => {
     const { db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
     const keyId = pathParam(request.params.key_id, 'key_id', keyIdSchema);
+    await noInput(request);
     // Revoke first: whatever happens next, DynamoDB says revoked, so a cold cache refuses the key.
     const key: KeyView = await revokeKey(db, project.id, keyId, nowIso(ctx.deps.now()));
     // Then the agent's warm cache, before answering; also on a repeated DELETE, so a retry after a

@@ -2,8 +2,8 @@
  * Routes: the tenant lifecycle (contract "States and transitions"; POST wakeup, POST sleep, GET head,
  * POST snapshots, POST restore) plus the snapshot reads users expect (`GET …/snapshots`, newest first
  * and paginated; `GET …/snapshots/{snapshot_id}`). The handler authenticates and checks ownership; the
- * project's host agent does the work and records the state (docs/lifecycle.md). Wakeup and sleep take
- * no body; one sent anyway is ignored.
+ * project's host agent does the work and records the state (docs/lifecycle.md). Wakeup, sleep and
+ * head take no body and no query: either is 400 (docs/api.md "Decisions").
  */
 import { getSnapshot, listSnapshots } from '../shared/db/snapshots.ts';
 import { getOwnedProject, projectView, type ProjectRecord } from '../shared/db/projects.ts';
@@ -13,7 +13,7 @@ import type { Project } from '../shared/schemas.ts';
 import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
-import { json, pathParam, queryOf, readJson } from './http.ts';
+import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
 import { agentFor, prefetchAgent, type AgentPrefetch } from './placement.ts';
 
 function recordedOf(project: ProjectRecord): RecordedState {
@@ -55,24 +55,27 @@ export async function reconciledProject(ctx: Ctx, project: ProjectRecord): Promi
 export function register(router: Routes): void {
   router.post('/v0/projects/:id/wakeup', async (request, ctx) => {
     const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    await noInput(request);
     const state = await callAgent<TenantStateAnswer>(ctx, project, 'wakeup', {}, prefetched);
     return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
   });
 
   router.post('/v0/projects/:id/sleep', async (request, ctx) => {
     const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    await noInput(request);
     const state = await callAgent<TenantStateAnswer>(ctx, project, 'sleep', {}, prefetched);
     return json(projectView({ ...project, state: state.state, updated_at: state.updated_at }));
   });
 
   router.get('/v0/projects/:id/head', async (request, ctx) => {
     const { project, prefetched } = await ownedProjectForAgent(request, ctx);
+    await noInput(request);
     return json(await callAgent<Record<string, unknown>>(ctx, project, 'head', {}, prefetched));
   });
 
   router.post('/v0/projects/:id/snapshots', async (request, ctx) => {
     const { project, prefetched } = await ownedProjectForAgent(request, ctx);
-    const body = await readJson(request, createSnapshotRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES, { optional: true });
+    const body = await readJson(request, createSnapshotRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
     const snapshot = await callAgent<Record<string, unknown>>(ctx, project, 'snapshots', { label: body.label ?? null }, prefetched);
     return json(snapshot, 201);
   });
@@ -80,13 +83,15 @@ export function register(router: Routes): void {
   router.get('/v0/projects/:id/snapshots', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listSnapshots(ctx.deps.db, project.id, query.limit ?? ctx.deps.settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ snapshots: page.items, next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['snapshots', project.id], query, (limit, after) => listSnapshots(ctx.deps.db, project.id, limit, after));
+    return json({ snapshots: page.items, next_cursor: page.next_cursor });
   });
 
   router.get('/v0/projects/:id/snapshots/:snapshot_id', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const snapshotId = pathParam(request.params.snapshot_id, 'snapshot_id', snapshotIdSchema);
+    await noInput(request);
     const snapshot = await getSnapshot(ctx.deps.db, project.id, snapshotId);
     if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
     return json(snapshot);

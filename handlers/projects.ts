@@ -8,7 +8,7 @@ import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Routes } from './context.ts';
 import { reconciledProject } from './lifecycle.ts';
-import { json, queryOf, readJson } from './http.ts';
+import { json, listPage, noBody, noInput, queryOf, readJson } from './http.ts';
 
 /** Registers the project routes. */
 export function register(router: Routes): void {
@@ -33,16 +33,18 @@ export function register(router: Routes): void {
   });
 
   router.get('/v0/projects', async (request, ctx) => {
-    const { settings, db } = ctx.deps;
+    const { db } = ctx.deps;
     const owner = await requireSession(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listProjects(db, owner, query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ projects: page.items.map(projectView), next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['projects', owner], query, (limit, after) => listProjects(db, owner, limit, after));
+    return json({ projects: page.items.map(projectView), next_cursor: page.next_cursor });
   });
 
   router.get('/v0/projects/:id', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
-    // The recorded state is reconciled with the live process by the project's agent (issue #4 rule 3).
+    await noInput(request);
+    // The recorded state is reconciled with the live process by the project's agent (contract "States and transitions").
     return json(await reconciledProject(ctx, project));
   });
 }

@@ -11,11 +11,11 @@ import { parseBearer, parseProjectKey } from '../shared/auth.ts';
 import { getProject, type ProjectRecord } from '../shared/db/projects.ts';
 import { errors } from '../shared/errors.ts';
 import { verifyProjectKey } from '../shared/project-keys.ts';
-import { payloadJson, publishRequestSchema, SSE_HEADERS, subscribeChannels } from '../shared/realtime.ts';
+import { payloadJson, publishRequestSchema, SSE_HEADERS, subscribeQuerySchema, subscriptionChannels } from '../shared/realtime.ts';
 import { projectIdSchema } from '../shared/schemas.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Ctx } from './context.ts';
-import { pathParam, readJson } from './http.ts';
+import { noBody, pathParam, queryOf, readJson } from './http.ts';
 import { agentFor } from './placement.ts';
 
 type Routed = Request & { params: Record<string, string> };
@@ -37,8 +37,10 @@ export function register(router: RouterType<Request, [Ctx]>): void {
 
   router.get('/v0/projects/:id/realtime/subscribe', async (request, ctx) => {
     const { project, keyId } = await subscriber(request as Routed, ctx);
+    const { channel: channels } = queryOf(new URL(request.url), subscribeQuerySchema, { repeatable: ['channel'] });
+    await noBody(request);
     const query = new URLSearchParams();
-    for (const channel of subscribeChannels(new URL(request.url))) query.append('channel', channel);
+    for (const channel of subscriptionChannels(channels)) query.append('channel', channel);
     if (keyId) query.set('key_id', keyId);
     const agent = await agentFor(ctx, project);
     const upstream = await ctx.deps.agents.fetch(agent, 'GET', `/internal/v1/projects/${project.id}/realtime/subscribe?${query}`, {

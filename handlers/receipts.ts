@@ -3,14 +3,15 @@ import { listReceipts } from '../shared/db/receipts.ts';
 import { pageQuerySchema } from '../shared/schemas.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Routes } from './context.ts';
-import { json, queryOf } from './http.ts';
+import { json, listPage, noBody, queryOf } from './http.ts';
 
 /** Registers the receipts route. */
 export function register(router: Routes): void {
   router.get('/v0/projects/:id/receipts', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listReceipts(ctx.deps.db, project.id, query.limit ?? ctx.deps.settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ receipts: page.items, next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['receipts', project.id], query, (limit, after) => listReceipts(ctx.deps.db, project.id, limit, after));
+    return json({ receipts: page.items, next_cursor: page.next_cursor });
   });
 }

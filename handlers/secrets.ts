@@ -15,7 +15,7 @@ import { sealSecret } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Routes } from './context.ts';
-import { json, pathParam, queryOf, readJson } from './http.ts';
+import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
 
 /** Longest value, in characters (Unicode code points), per the contract's "Limits". */
 export const SECRET_VALUE_MAX_CHARS = 4096;
@@ -65,16 +65,18 @@ export function register(router: Routes): void {
   });
 
   router.get(SECRETS_PATH, async (request, ctx) => {
-    const { settings, db } = ctx.deps;
+    const { db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listSecrets(db, project.id, query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ secrets: page.items, next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['secrets', project.id], query, (limit, after) => listSecrets(db, project.id, limit, after));
+    return json({ secrets: page.items, next_cursor: page.next_cursor });
   });
 
   router.get(`${SECRETS_PATH}/:name`, async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
+    await noInput(request);
     const secret = await getSecret(ctx.deps.db, project.id, name);
     if (!secret) throw errors.notFound(`secret ${name} not found`);
     return json(secret);
@@ -83,6 +85,7 @@ export function register(router: Routes): void {
   router.delete(`${SECRETS_PATH}/:name`, async (request, ctx) => {
     const { accountId, project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
+    await noInput(request);
     const change = { project: project.id, name, actor: accountId, requestId: ctx.requestId, at: nowIso(ctx.deps.now()) };
     return json(await deleteSecret(ctx.deps.db, change));
   });

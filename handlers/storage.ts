@@ -41,7 +41,7 @@ import { parseOr400 } from '../shared/validation.ts';
 import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
-import { json, pathParam, queryOf, readJson } from './http.ts';
+import { json, listPage, noBody, noInput, noQuery, pathParam, queryOf, readJson } from './http.ts';
 import { agentFor, forgetAgent, rememberedAgent } from './placement.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -282,6 +282,7 @@ export function register(router: Routes): void {
   router.put('/v0/projects/:id/storage/buckets/:bucket', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
+    await noInput(request);
     const { bucket, created } = await createBucket(ctx.deps.db, { project: project.id, name, created_at: nowIso(ctx.deps.now()) });
     return json(bucketView(bucket), created ? 201 : 200);
   });
@@ -289,8 +290,9 @@ export function register(router: Routes): void {
   router.get('/v0/projects/:id/storage/buckets', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
-    const page = await listBuckets(ctx.deps.db, project.id, query.limit ?? ctx.deps.settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ buckets: page.items.map(bucketView), next_cursor: page.nextCursor });
+    await noBody(request);
+    const page = await listPage(ctx, ['buckets', project.id], query, (limit, after) => listBuckets(ctx.deps.db, project.id, limit, after));
+    return json({ buckets: page.items.map(bucketView), next_cursor: page.next_cursor });
   });
 
   router.post('/v0/projects/:id/storage/uploads', async (request, ctx) => {
@@ -413,6 +415,7 @@ export function register(router: Routes): void {
     const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
+    await noInput(request);
     const { project, bucket: bucketRecord, object: first } = await ownedWith(ctx, accountId, projectId, bucket, key);
     let row = first;
     // A replace may delete the blob just read from the row: re-read the row and follow it.
@@ -478,12 +481,14 @@ export function register(router: Routes): void {
   }
 
   router.get('/v0/projects/:id/storage/objects', async (request, ctx) => {
-    const { settings, db } = ctx.deps;
+    const { db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), listObjectsQuerySchema);
+    await noBody(request);
     await requireBucket(ctx, project.id, query.bucket);
-    const page = await listObjects(db, project.id, query.bucket, query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, query.cursor);
-    return json({ bucket: query.bucket, objects: page.items.map(objectView), next_cursor: page.nextCursor });
+    const list = ['objects', project.id, query.bucket];
+    const page = await listPage(ctx, list, query, (limit, after) => listObjects(db, project.id, query.bucket, limit, after));
+    return json({ bucket: query.bucket, objects: page.items.map(objectView), next_cursor: page.next_cursor });
   });
 
   router.delete('/v0/projects/:id/storage/objects', async (request, ctx) => {
@@ -533,6 +538,8 @@ async function preparePut(request: IRequest, ctx: Ctx) {
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
   const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
   const key = pathParam(request.params.key, 'key', objectKeySchema);
+  // The body is the object's bytes; nothing else is input (docs/api.md "Decisions").
+  noQuery(new URL(request.url));
   const maxBytes = settings.SVCD_STORAGE_MAX_BYTES;
   const length = declaredLength(request);
   // Refused before a byte is read or anything is written (contract "Limits").

@@ -65,26 +65,31 @@ export function payloadJson(payload: unknown): string {
   return text;
 }
 
-/** Query of subscribe: `channel` repeated 1 to 32 times (duplicates collapse). */
-export const subscribeQuerySchema = z.object({
+/**
+ * Query of subscribe: `channel`, repeatable, and nothing else (the public route refuses any other
+ * parameter: handlers/http.ts `queryOf`). Duplicates collapse.
+ */
+export const subscribeQuerySchema = z.strictObject({
   channel: z
-    .union([channelSchema, z.array(channelSchema)], { error: 'must be one or more channel names matching ^[a-z0-9._-]{1,64}$' })
+    .array(channelSchema)
     .optional()
-    .transform((v) => [...new Set(v === undefined ? [] : Array.isArray(v) ? v : [v])]),
+    .transform((v) => [...new Set(v ?? [])]),
 });
 
-/** Validates the channels of a subscribe query: at least one, at most 32, each matching the pattern. */
-export function subscribeChannels(url: URL): string[] {
-  const raw: Record<string, string | string[]> = {};
-  for (const [k, v] of url.searchParams) {
-    if (k !== 'channel') continue;
-    const prev = raw[k];
-    raw[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-  }
-  const { channel } = parseOr400(subscribeQuerySchema, raw, 'query');
-  if (channel.length === 0) throw errors.invalid('channel: at least one channel is required (?channel=name, repeatable)');
-  if (channel.length > MAX_CHANNELS_PER_SUBSCRIPTION) {
+/** Checks the channels of one subscription: at least one, at most 32 (each already matches the pattern). */
+export function subscriptionChannels(channels: string[]): string[] {
+  if (channels.length === 0) throw errors.invalid('channel: at least one channel is required (?channel=name, repeatable)');
+  if (channels.length > MAX_CHANNELS_PER_SUBSCRIPTION) {
     throw errors.invalid(`channel: at most ${MAX_CHANNELS_PER_SUBSCRIPTION} channels per subscription`);
   }
-  return channel;
+  return channels;
+}
+
+/**
+ * The channels of a subscribe URL, other parameters aside: the agent's internal route reads
+ * `key_id` beside them, and the handlers have refused unknown ones already.
+ */
+export function subscribeChannels(url: URL): string[] {
+  const { channel } = parseOr400(subscribeQuerySchema, { channel: url.searchParams.getAll('channel') }, 'query');
+  return subscriptionChannels(channel);
 }

@@ -15,6 +15,7 @@ beforeAll(async () => {
   token = (await signup(svc)).token;
   const r = await svc.request('POST', '/v0/projects', { token, body: { name: 'fuzz' } });
   projectId = ((await r.json()) as { id: string }).id;
+  await svc.request('PUT', `/v0/projects/${projectId}/storage/buckets/fuzz-bucket`, { token });
 });
 afterAll(() => svc?.stop());
 
@@ -87,4 +88,52 @@ describe('every route under random input', () => {
       );
     }
   }, 240_000);
+});
+
+/** Well-formed values of every path parameter, so only the query can be wrong. */
+const WELL_FORMED: Record<string, () => string> = {
+  id: () => projectId,
+  bucket: () => 'fuzz-bucket',
+  key: () => 'k',
+  key_id: () => '0'.repeat(32),
+  name: () => 'FUZZ',
+  snapshot_id: () => 'snap_0000000000000000',
+};
+/** Parameters some route knows (docs/api.md "Decisions"). */
+const KNOWN = new Set(['limit', 'cursor', 'bucket', 'channel']);
+
+describe('every route under an unknown query parameter', () => {
+  it('answers 400 naming it, whatever else the request holds', async () => {
+    // Health is a probe and takes what a prober sends; `…/objects/{bucket}` without a key is 400 anyway.
+    const routes = svc.app.routes.filter(([, path]) => path !== '/v0/health' && !path.includes('*'));
+    for (const [method, pattern] of routes) {
+      const noKey = pattern.endsWith('/objects/:bucket');
+      const path = pattern.replace(/:(\w+)\+?/g, (_m, name: string) => WELL_FORMED[name]!());
+      await fc.assert(
+        fc.asyncProperty(
+          fc.string({ minLength: 1, maxLength: 12 }).filter((n) => !KNOWN.has(n)),
+          fc.string({ maxLength: 12 }),
+          fc.boolean(),
+          async (name, value, withKnown) => {
+            const query = new URLSearchParams(withKnown ? [['limit', '1'], [name, value]] : [[name, value]]);
+            const m = method === 'ALL' ? 'POST' : method;
+            const r = await svc.app.fetch(
+              new Request(`http://svc.test${path}?${query}`, {
+                method: m,
+                headers: { authorization: `Bearer ${token}` },
+                body: m === 'GET' || m === 'HEAD' || m === 'DELETE' ? undefined : '{}',
+              }),
+            );
+            const label = `${m} ${pattern} ?${query}`;
+            expect(r.status, label).toBe(400);
+            if (m === 'HEAD') return;
+            const e = (await r.json()) as { error: { code: string; message: string } };
+            expect(e.error.code, label).toBe('invalid_request');
+            if (!noKey) expect(e.error.message, label).toMatch(/: is not a known query parameter$/);
+          },
+        ),
+        { numRuns: 10 },
+      );
+    }
+  }, 120_000);
 });
