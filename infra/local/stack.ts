@@ -9,6 +9,12 @@
  * persisted agent id, and its own ports (the first keeps `SVCD_AGENT_PORT`/`SVCD_DATAPLANE_PORT`, the
  * others take free ones and register their real URLs). All register in the one table; the front
  * sends `/v2` round-robin over their listeners (docs/dataplane.md "Several agents").
+ *
+ * Processes (docs/local-stack.md): one stack per directory (`lock.ts`); every child watches a pipe
+ * from the supervisor and ends when it closes, so nothing outlives the stack however it ends; what a
+ * dead stack left anyway is recorded in the lock and cleared by the next start. Ports follow
+ * SVCD_PORT (+1 agent, +2 `/v2`, +3 DynamoDB Local) unless set. With `restartAgents`, an agent
+ * that dies is started again with backoff, and the stack says so.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,7 +24,9 @@ import { loadSettings, type Settings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { startFront } from './front-proxy.ts';
-import { assertPortFree, freePort, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
+import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
+import { acquireStackLock, displayDir } from './lock.ts';
+import { groupMembers, killRecorded, waitGone } from './processes.ts';
 
 import { NODE_BIN, REPO_ROOT } from './paths.ts';
 
@@ -34,13 +42,21 @@ export interface StackOptions {
   persist?: boolean;
   /** Use this DynamoDB instead of starting one. */
   dynamoEndpoint?: string;
-  /** Port of DynamoDB Local when the stack starts it (0: any free one). */
+  /**
+   * Port of DynamoDB Local when the stack starts it (0: any free one). Unset: SVCD_PORT + 3 when
+   * that is free, else a free one.
+   */
   dynamoPort?: number;
   log?: (line: string) => void;
   /** Pass the agent's stderr through (npm start) or collect it (tests). */
   agentOutput?: 'inherit' | 'collect';
   /** How many host agents to run (default 1). */
   agents?: number;
+  /**
+   * Start an agent that dies again, on the same root and ports, after 0.5 s doubling to 30 s
+   * (`npm start`). Off by default: tests kill agents on purpose and watch what follows.
+   */
+  restartAgents?: boolean;
 }
 
 /** One host agent of a stack. */
@@ -58,12 +74,14 @@ export interface StackAgent {
 /** A running stack. */
 export interface Stack {
   url: string;
+  /** The stack directory (absolute). */
+  dir: string;
   settings: Settings;
   env: Record<string, string>;
-  /** The first agent's process and log (a single-agent stack's only agent). */
-  agent: ChildProcess;
-  agentLog: () => string;
-  /** Every agent, the first first. */
+  /** The first agent's current process and log (a single-agent stack's only agent). */
+  readonly agent: ChildProcess;
+  readonly agentLog: () => string;
+  /** Every agent, the first first (an entry is replaced when its agent is started again). */
   agents: StackAgent[];
   /**
    * Starts agent `index` again (after it was stopped or killed) on the same root and ports, so it
@@ -116,25 +134,34 @@ function awaitReadyLine(child: ChildProcess, what: string, timeoutMs: number, ou
   });
 }
 
-/** Stops a child: SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
+/** Stops a child: SIGTERM, then SIGKILL (to its process group when it leads one) after `graceMs`; resolves when it has exited. */
 export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const t = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  }, graceMs);
   await exited;
   clearTimeout(t);
 }
 
-/** Spawns a service child; stderr passes through or is kept (last 1 MB) for error reports. */
-function spawnService(bin: string, args: string[], env: Record<string, string>, inherit: boolean) {
-  let output = '';
-  // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops children in order.
-  const child = spawn(bin, args, { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', inherit ? 'inherit' : 'pipe'] });
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    output = (output + d).slice(-1_000_000);
-  });
-  return { child, output: () => output };
+/** First delay before an agent that died is started again; it doubles on each death up to the next constant. */
+const RESTART_FIRST_MS = 500;
+const RESTART_MAX_MS = 30_000;
+/** An agent that stayed up this long starts from the first delay again when it next dies. */
+const RESTART_RESET_MS = 30_000;
+
+function seconds(ms: number): string {
+  return `${ms / 1000} s`;
+}
+
+function exitOf(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `signal ${signal}` : `code ${code}`;
 }
 
 /** Starts the whole local stack. */
@@ -146,28 +173,88 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
   const count = options.agents ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > 64) throw new Error(`agents must be an integer from 1 to 64, got ${count}`);
-  const env: Record<string, string> = {
-    SVCD_ROOT: join(dir, 'agent'),
-    SVCD_AWS_ACCESS_KEY_ID: 'local',
-    SVCD_AWS_SECRET_ACCESS_KEY: 'local',
-    ...localSecrets(dir),
-    ...fromEnv,
-  };
-  // Validate everything before starting anything: a bad setting fails with one line.
-  let settings = loadSettings(env);
-  await assertPortFree(settings.SVCD_HOST, settings.SVCD_PORT, 'SVCD_PORT');
-  if (settings.SVCD_AGENT_PORT) await assertPortFree(settings.SVCD_AGENT_HOST, settings.SVCD_AGENT_PORT, 'SVCD_AGENT_PORT');
+  mkdirSync(dir, { recursive: true });
+  // First of all: a directory held by a live stack starts nothing (docs/local-stack.md).
+  const lock = await acquireStackLock(dir);
 
-  const cleanups: (() => Promise<void>)[] = [];
+  // Every process the stack spawned and that still runs. Each leads its own process group; the
+  // members of those groups are recorded in the lock, for the next start to clear if this
+  // supervisor dies in a way its children's pipes did not cover (a child killed with SIGKILL).
+  const tracked = new Set<ChildProcess>();
+  const record = () => {
+    try {
+      lock.update({ children: groupMembers([...tracked].flatMap((c) => (c.pid ? [c.pid] : []))) });
+    } catch (err) {
+      log(`stack: cannot record its processes in ${lock.file}: ${(err as Error).message}`);
+    }
+  };
+  let stopping = false;
+  const track = (child: ChildProcess, what: string, unexpected: boolean) => {
+    tracked.add(child);
+    child.once('exit', (code, signal) => {
+      tracked.delete(child);
+      if (stopping) return;
+      record();
+      if (unexpected) log(`stack: ${what} exited (${exitOf(code, signal)}); stop the stack (Ctrl-C) and start it again`);
+    });
+  };
+  /** Spawns a service child; stderr passes through or is kept (last 1 MB) for error reports. */
+  const spawnService = (bin: string, args: string[], env: Record<string, string>) => {
+    let output = '';
+    // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops children in
+    // order. stdin is a pipe the child watches: its end means the supervisor is gone.
+    const child = spawn(bin, args, { cwd: REPO_ROOT, env, detached: true, stdio: ['pipe', 'pipe', options.agentOutput === 'inherit' ? 'inherit' : 'pipe'] });
+    child.stdin!.on('error', () => {});
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      output = (output + d).slice(-1_000_000);
+    });
+    return { child, output: () => output };
+  };
+
+  const cleanups: (() => Promise<void>)[] = [async () => lock.release()];
   const stopAll = async () => {
+    stopping = true;
     for (const c of cleanups.splice(0).reverse()) await c().catch((err) => log(`stack: stop failed: ${(err as Error).message}`));
   };
   try {
+    // What a stack that died left running (its record in the lock we took over) goes first: it
+    // may hold the ports and the DynamoDB files.
+    const leftovers = killRecorded(lock.leftovers);
+    if (leftovers.length > 0) {
+      log(`stack: stopped ${leftovers.length} process(es) left running in ${displayDir(dir)} by a stack that died (pid ${lock.previousPid})`);
+      if (!(await waitGone(leftovers.map((r) => r.pid), 5_000))) log('stack: some of them are still exiting');
+    }
+
+    const env: Record<string, string> = {
+      SVCD_ROOT: join(dir, 'agent'),
+      SVCD_AWS_ACCESS_KEY_ID: 'local',
+      SVCD_AWS_SECRET_ACCESS_KEY: 'local',
+      ...localSecrets(dir),
+      ...fromEnv,
+    };
+    // Validate everything before starting anything: a bad setting fails with one line.
+    let settings = loadSettings(env);
+    await assertPortFree(settings.SVCD_HOST, settings.SVCD_PORT, 'SVCD_PORT');
+    // The stack's other ports follow SVCD_PORT (the defaults 8787..8790 are that rule), so one
+    // setting moves the whole stack; one that is taken is replaced by a free one. A port set
+    // explicitly is used as given, and a taken one fails the start naming its setting.
+    const follow = async (offset: number, host: string): Promise<number> => {
+      const p = settings.SVCD_PORT + offset;
+      return settings.SVCD_PORT !== 0 && p <= 65535 && (await portIsFree(host, p)) ? p : 0;
+    };
+    for (const [setting, offset] of [['SVCD_AGENT_PORT', 1], ['SVCD_DATAPLANE_PORT', 2]] as const) {
+      if (fromEnv[setting] === undefined) env[setting] = String(await follow(offset, settings.SVCD_AGENT_HOST));
+      else if (settings[setting]) await assertPortFree(settings.SVCD_AGENT_HOST, settings[setting], setting);
+    }
+
     let dynamo: DynamoLocal | undefined;
     if (!options.dynamoEndpoint && !fromEnv.SVCD_DYNAMODB_ENDPOINT) {
-      const port = options.dynamoPort ?? 0;
-      if (port) await assertPortFree('127.0.0.1', port, 'SVCD_LOCAL_DYNAMODB_PORT');
+      let port = options.dynamoPort;
+      if (port) await assertPortFree('127.0.0.1', port, '--dynamodb-port');
+      port ??= await follow(3, '127.0.0.1');
       dynamo = await startDynamoLocal({ port, dbPath: options.persist ? join(dir, 'dynamodb') : undefined });
+      track(dynamo.process, 'DynamoDB Local', true);
+      record();
       cleanups.push(() => dynamo!.stop());
       env.SVCD_DYNAMODB_ENDPOINT = dynamo.endpoint;
     } else if (options.dynamoEndpoint) {
@@ -192,8 +279,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       agentEnvs.push(e);
     }
     const agents: StackAgent[] = [];
+    const agentProcesses = new Set<ChildProcess>();
     const startOne = async (agentEnv: Record<string, string>): Promise<StackAgent> => {
-      const spawned = spawnService(join(REPO_ROOT, 'bin/svc-agent'), [], agentEnv, options.agentOutput === 'inherit');
+      const spawned = spawnService(join(REPO_ROOT, 'bin/svc-agent'), ['--stop-on-stdin-eof'], agentEnv);
+      track(spawned.child, 'host agent', false);
+      agentProcesses.add(spawned.child);
+      spawned.child.once('exit', () => agentProcesses.delete(spawned.child));
       const exited = () => spawned.child.exitCode !== null || spawned.child.signalCode !== null;
       try {
         const ready = await awaitReadyLine(spawned.child, 'host agent', 60_000, spawned.output);
@@ -213,42 +304,102 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         throw err;
       }
     };
-    // Stops whichever process each agent has at the time (a restarted one included), all at once.
-    cleanups.push(() => Promise.all(agents.map((a) => stopChild(a.process, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000))).then(() => {}));
+    // An agent started again takes the ports it had, so the front and its registration keep working.
+    const envFor = (index: number): Record<string, string> => {
+      const e = { ...agentEnvs[index]! };
+      const current = agents[index];
+      if (current && e.SVCD_AGENT_PORT === '0') e.SVCD_AGENT_PORT = new URL(current.internalUrl).port;
+      if (current && e.SVCD_DATAPLANE_PORT === '0') e.SVCD_DATAPLANE_PORT = new URL(current.dataplaneUrl).port;
+      return e;
+    };
+
+    // Restarts of agents that died (docs/local-stack.md "An agent that dies").
+    const restarts = agentEnvs.map(() => ({ delay: RESTART_FIRST_MS, readyAt: Date.now(), timer: undefined as NodeJS.Timeout | undefined, running: undefined as Promise<void> | undefined }));
+    const intentional = new WeakSet<ChildProcess>();
+    const adopt = (index: number, agent: StackAgent) => {
+      agents[index] = agent;
+      restarts[index]!.readyAt = Date.now();
+      record();
+      agent.process.once('exit', (code, signal) => {
+        if (stopping || !options.restartAgents || intentional.has(agent.process) || agents[index] !== agent) return;
+        const r = restarts[index]!;
+        if (Date.now() - r.readyAt >= RESTART_RESET_MS) r.delay = RESTART_FIRST_MS;
+        log(`stack: host agent ${agent.id} (pid ${agent.process.pid}) exited (${exitOf(code, signal)}); restarting it in ${seconds(r.delay)}`);
+        scheduleRestart(index);
+      });
+    };
+    const scheduleRestart = (index: number) => {
+      const r = restarts[index]!;
+      const delay = r.delay;
+      r.delay = Math.min(delay * 2, RESTART_MAX_MS);
+      r.timer = setTimeout(() => {
+        r.timer = undefined;
+        r.running = (async () => {
+          try {
+            const next = await startOne(envFor(index));
+            if (stopping) return void (await stopChild(next.process, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000));
+            adopt(index, next);
+          } catch (err) {
+            if (stopping) return;
+            log(`stack: host agent ${agents[index]!.id} did not start again: ${(err as Error).message}; next try in ${seconds(r.delay)}`);
+            scheduleRestart(index);
+          } finally {
+            r.running = undefined;
+          }
+        })();
+      }, delay);
+    };
+    // Stops every agent process there is at the time (restarted ones, and one starting), all at once.
+    cleanups.push(async () => {
+      for (const r of restarts) clearTimeout(r.timer);
+      await Promise.all([...agentProcesses].map((p) => stopChild(p, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000)));
+      await Promise.all(restarts.map((r) => r.running));
+    });
     const started = await Promise.allSettled(agentEnvs.map((e) => startOne(e)));
-    for (const r of started) if (r.status === 'fulfilled') agents.push(r.value);
+    started.forEach((r, i) => {
+      if (r.status === 'fulfilled') adopt(i, r.value);
+    });
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
 
     // miniflare listens on a free internal port; the front owns SVCD_PORT and sends /v2 to the
     // agent's /v2 listener, the rest to miniflare: one origin for /v0 and /v2 (docs/dataplane.md).
-    const worker = spawnService(NODE_BIN, [join(REPO_ROOT, 'infra/local/worker-host.ts')], { ...childEnv, SVCD_PORT: '0' }, options.agentOutput === 'inherit');
+    const worker = spawnService(NODE_BIN, [join(REPO_ROOT, 'infra/local/worker-host.ts')], { ...childEnv, SVCD_PORT: '0' });
+    track(worker.child, 'the worker host (miniflare)', true);
     cleanups.push(() => stopChild(worker.child, 10_000));
     const workerReady = await awaitReadyLine(worker.child, 'worker host (miniflare)', 60_000, worker.output);
+    record();
     const front = await startFront(
       { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl) },
       { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log },
     );
     cleanups.push(() => front.close());
     const url = front.url;
+    lock.update({ url });
 
     return {
       url,
+      dir,
       settings,
       env,
-      agent: agents[0]!.process,
-      agentLog: agents[0]!.log,
+      get agent() {
+        return agents[0]!.process;
+      },
+      get agentLog() {
+        return agents[0]!.log;
+      },
       agents,
       async restartAgent(index: number) {
-        const current = agents[index];
-        if (!current) throw new Error(`no agent ${index}`);
+        if (!agents[index]) throw new Error(`no agent ${index}`);
+        const r = restarts[index]!;
+        clearTimeout(r.timer);
+        r.timer = undefined;
+        await r.running;
+        const current = agents[index]!;
+        intentional.add(current.process);
         await stopChild(current.process, settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000);
-        // An agent that took free ports takes the same ones again: the front and the registration keep working.
-        const e = { ...agentEnvs[index]! };
-        if (e.SVCD_AGENT_PORT === '0') e.SVCD_AGENT_PORT = new URL(current.internalUrl).port;
-        if (e.SVCD_DATAPLANE_PORT === '0') e.SVCD_DATAPLANE_PORT = new URL(current.dataplaneUrl).port;
-        const next = await startOne(e);
-        agents[index] = next;
+        const next = await startOne(envFor(index));
+        adopt(index, next);
         return next;
       },
       workerHost: worker.child,

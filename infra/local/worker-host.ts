@@ -2,6 +2,10 @@
  * Runs the handlers bundle (dist/worker.js) inside miniflare (workerd) on SVCD_HOST:SVCD_PORT, with
  * every `SVCD_*` setting as a binding. A process of its own because miniflare installs exit hooks on
  * SIGINT/SIGTERM: the stack supervisor stays in charge of its own shutdown. Prints one ready line.
+ *
+ * Its stdin is a pipe from the supervisor: end of file means the supervisor is gone (even killed
+ * with SIGKILL), and this process disposes miniflare (which kills workerd) and exits, so nothing
+ * outlives the stack (docs/local-stack.md "Processes").
  */
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
@@ -21,16 +25,23 @@ try {
     host: settings.SVCD_HOST,
     port: settings.SVCD_PORT,
   });
+  let leaving = false;
+  const leave = () => {
+    if (leaving) return;
+    leaving = true;
+    mf.dispose().then(() => process.exit(0), () => process.exit(1));
+  };
+  // Watched from before ready: a supervisor that dies during start-up takes this process with it.
+  for (const event of ['end', 'close', 'error'] as const) process.stdin.on(event, leave);
+  process.stdin.resume();
   const url = (await mf.ready).toString().replace(/\/$/, '');
   // miniflare's exit hooks call process.exit before workerd is gone; this process owns its
   // shutdown instead: dispose (which waits for workerd to exit), then leave.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.removeAllListeners(signal);
-    process.once(signal, () => {
-      mf.dispose().then(() => process.exit(0), () => process.exit(1));
-    });
+    process.once(signal, leave);
   }
-  console.log(JSON.stringify({ ready: true, url }));
+  if (!leaving) console.log(JSON.stringify({ ready: true, url }));
 } catch (err) {
   console.error(`worker-host: ${err instanceof ConfigError ? err.message : (err as Error).message}`);
   process.exit(1);

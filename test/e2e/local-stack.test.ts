@@ -16,10 +16,12 @@ interface Started {
 }
 
 const dir = tempDir('svc-e2e-');
+const otherDir = tempDir('svc-e2e-other-');
 const running: ChildProcess[] = [];
 afterAll(async () => {
   for (const c of running) if (c.exitCode === null) c.kill('SIGKILL');
   dir.cleanup();
+  otherDir.cleanup();
 });
 
 async function start(env: Record<string, string>): Promise<Started> {
@@ -86,8 +88,9 @@ describe('the local stack', () => {
     expect(gp.headers.get('x-request-id')).toMatch(/^req_/);
     expect(((await gp.json()) as any).state).toBe('stopped');
 
-    // A second stack on the same port fails with one line naming the port and the setting.
-    const clash = spawn(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'infra/local/start.ts'), '--dir', dir.dir, '--dynamodb-port', '0'], {
+    // A second stack (on another directory: this one is held) on the same port fails with one
+    // line naming the port and the setting.
+    const clash = spawn(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'infra/local/start.ts'), '--dir', otherDir.dir, '--dynamodb-port', '0'], {
       cwd: REPO,
       env: { PATH: process.env.PATH!, SVCD_PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
