@@ -221,18 +221,20 @@ async function countRows(t: Tracked): Promise<number | string> {
 // ---------------------------------------------------------------------------------------------
 // Recovery and checks
 
-/** Waits until the stack serves tenant routes again after a kill (the supervisor restarts the agent). */
-async function recovered(point: string, killedAgent?: number): Promise<boolean> {
+/** How many times the stack has said an agent is ready (the supervisor logs each start). */
+const readyLines = () => stack.output().match(/stack: host agent \S+ ready at/g)?.length ?? 0;
+
+/**
+ * Waits until the supervisor has restarted the killed agent and said it is ready; a stack that does
+ * not come back within 60 s is a wrong state.
+ */
+async function recovered(point: string, readyBefore: number): Promise<boolean> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const pid = agentPid(stack);
-    if (pid && pid !== killedAgent) {
-      const h = await api('GET', '/v0/health');
-      if (h.status === 200) return true;
-    }
-    await sleepMs(200);
+    if (readyLines() > readyBefore) return true;
+    await sleepMs(100);
   }
-  fault('wrong-state', point, `the stack did not serve again within 60 s (agent ${killedAgent} was killed)`);
+  fault('wrong-state', point, `the supervisor did not bring the agent back within 60 s`);
   return false;
 }
 
@@ -308,8 +310,9 @@ async function killDuring(
   op: () => Promise<{ status: number; body: any }>,
   target: 'agent' | 'supervisor',
   delay: number,
-): Promise<{ answer: { status: number; body: any }; killedAgent?: number }> {
+): Promise<{ answer: { status: number; body: any }; readyBefore: number }> {
   const agent = agentPid(stack);
+  const readyBefore = readyLines();
   const tree = [stack.child.pid!, ...descendants(stack.child.pid!)];
   const pending = op();
   await sleepMs(delay);
@@ -334,7 +337,7 @@ async function killDuring(
       throw err;
     }
   }
-  return { answer, killedAgent: agent };
+  return { answer, readyBefore };
 }
 
 async function runPoint(n: number, op: Op, t: Tracked): Promise<void> {
@@ -397,9 +400,9 @@ async function runPoint(n: number, op: Op, t: Tracked): Promise<void> {
         return api('DELETE', `${base}/storage/objects`, { bucket: 'chaos', key });
     }
   };
-  const { answer, killedAgent } = await killDuring(point, run, target, delay);
+  const { answer, readyBefore } = await killDuring(point, run, target, delay);
   const acked = answer.status >= 200 && answer.status < 300;
-  if (target === 'agent' && !(await recovered(point, killedAgent))) return;
+  if (target === 'agent' && !(await recovered(point, readyBefore))) return;
 
   // Assert.
   if (op === 'snapshot' && acked) t.snapshots.push({ id: answer.body.id, rows: t.rows });
