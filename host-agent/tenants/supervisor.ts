@@ -26,6 +26,7 @@ import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
 import { checkPin, commandFailure, engineEnvironment, runCommand, type PinCheck } from '../engine-cli.ts';
 import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable, writeJsonDurableAsync } from './files.ts';
+import { EngineSlots } from './capacity.ts';
 import { dirStamp, layoutOf, type Layout } from './layout.ts';
 import { TenantLogs } from './logs.ts';
 import { PortPool } from './ports.ts';
@@ -131,6 +132,7 @@ export class Tenants {
   readonly #live = new Map<string, Live>();
   readonly #tails = new Map<string, Promise<void>>();
   readonly #exitListeners = new Set<(projectId: string) => void>();
+  readonly #slots: EngineSlots;
   #pinIdentity: string | null = null;
   #pinCheck: Promise<PinCheck> | null = null;
   #closing = false;
@@ -144,6 +146,7 @@ export class Tenants {
     this.logs = new TenantLogs(this.layout, ctx.settings.SVCD_LOG_MAX_BYTES, ctx.now);
     this.#ports = new PortPool(enginePortRange(ctx.settings), ENGINE_HOST);
     this.#env = engineEnvironment(this.layout.compileCache);
+    this.#slots = new EngineSlots(ctx.settings.SVCD_AGENT_CAPACITY, () => this.#live.size);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -252,36 +255,47 @@ export class Tenants {
         if (changed) this.#notify(projectId, 'project.running', { state: 'running' });
         return answer;
       }
-      await this.#ensurePin();
-      mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
-      const dataDir = this.layout.dataDir(projectId);
-      if (!existsSync(dataDir)) await this.#command(projectId, ['init', '--data-dir', dataDir, '--json'], 'wakeup', this.#startTimeout());
-      // The state is written while the engine boots, not after it: the write leaves the critical path.
-      // Until the engine is ready nobody can see the early `running` through the API (GET reconciles
-      // under this project's lock, which this wakeup holds), a failed start writes the truth back,
-      // and a crash in between is corrected by the next start's reconciliation.
-      let recording: Promise<{ answer: TenantStateAnswer; changed: boolean }> | null = null;
-      let live: Live;
+      // Refused before anything is written: past the capacity nothing starts (docs/lifecycle.md "Capacity").
+      const release = this.#slots.claim(projectId);
       try {
-        live = await this.#startEngine(projectId, () => {
-          recording = this.#record(projectId, recorded, 'running');
-          recording.catch(() => {});
-        });
-      } catch (err) {
-        await this.#undoEarlyRecord(projectId, recording);
-        throw err;
+        return await this.#start(projectId, recorded);
+      } finally {
+        release();
       }
-      let recordedNow: { answer: TenantStateAnswer; changed: boolean };
-      try {
-        recordedNow = await (recording ?? this.#record(projectId, recorded, 'running'));
-      } catch (err) {
-        // An error answer must mean "not running": do not leave an engine behind the recorded state.
-        await this.#stopEngine(live, 'its running state could not be recorded').catch(() => {});
-        throw err;
-      }
-      this.#notify(projectId, 'project.running', { state: 'running' });
-      return recordedNow.answer;
     });
+  }
+
+  /** The cold half of wakeup (the caller holds the lock and an engine slot). */
+  async #start(projectId: string, recorded: RecordedState): Promise<TenantStateAnswer> {
+    await this.#ensurePin();
+    mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
+    const dataDir = this.layout.dataDir(projectId);
+    if (!existsSync(dataDir)) await this.#command(projectId, ['init', '--data-dir', dataDir, '--json'], 'wakeup', this.#startTimeout());
+    // The state is written while the engine boots, not after it: the write leaves the critical path.
+    // Until the engine is ready nobody can see the early `running` through the API (GET reconciles
+    // under this project's lock, which this wakeup holds), a failed start writes the truth back,
+    // and a crash in between is corrected by the next start's reconciliation.
+    let recording: Promise<{ answer: TenantStateAnswer; changed: boolean }> | null = null;
+    let live: Live;
+    try {
+      live = await this.#startEngine(projectId, () => {
+        recording = this.#record(projectId, recorded, 'running');
+        recording.catch(() => {});
+      });
+    } catch (err) {
+      await this.#undoEarlyRecord(projectId, recording);
+      throw err;
+    }
+    let recordedNow: { answer: TenantStateAnswer; changed: boolean };
+    try {
+      recordedNow = await (recording ?? this.#record(projectId, recorded, 'running'));
+    } catch (err) {
+      // An error answer must mean "not running": do not leave an engine behind the recorded state.
+      await this.#stopEngine(live, 'its running state could not be recorded').catch(() => {});
+      throw err;
+    }
+    this.#notify(projectId, 'project.running', { state: 'running' });
+    return recordedNow.answer;
   }
 
   /** POST sleep: any state → `sleeping`; the engine is stopped gracefully; the data directory stays. Idempotent. */

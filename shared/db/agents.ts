@@ -3,7 +3,7 @@ import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Db } from './client.ts';
 import { GSI1, keys } from './table.ts';
 
-/** A host agent as registered. `tenants` counts the projects placed on it. */
+/** A host agent as registered. `tenants` counts the projects placed on it; `capacity` the engines it runs at once. */
 export interface AgentRecord {
   agent_id: string;
   internal_url: string;
@@ -94,9 +94,14 @@ export function agentIsLive(agent: AgentRecord, staleMs: number, now: number = D
   return agent.pin_ok && now - Date.parse(agent.heartbeat_at) <= staleMs;
 }
 
-/** The least-loaded live agent with room, or null (DESIGN §3 Lifecycle: placement). */
+/**
+ * The least-loaded live agent, or null when none is live (docs/lifecycle.md "Capacity"). A placed
+ * project is only a reservation: `capacity` bounds the engines an agent runs at once, which its
+ * wakeup enforces, so placement never refuses because of reserved counts. The load is the reserved
+ * count relative to the agent's capacity (a bigger machine takes more); ties go to the agent id.
+ */
 export function choosePlacement(agents: AgentRecord[], staleMs: number, now: number = Date.now()): AgentRecord | null {
-  const candidates = agents.filter((a) => agentIsLive(a, staleMs, now) && a.tenants < a.capacity);
+  const candidates = agents.filter((a) => agentIsLive(a, staleMs, now));
   candidates.sort((a, b) => a.tenants / a.capacity - b.tenants / b.capacity || a.agent_id.localeCompare(b.agent_id));
   return candidates[0] ?? null;
 }
