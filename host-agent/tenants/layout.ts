@@ -2,6 +2,7 @@
  * The directory layout on an engine machine (DESIGN §3 "Directory layout"), in one place:
  *
  *   tenants/<project>/data/                    the one active data directory
+ *   tenants/<project>/initializing-<ts>-<hex>/ `engine init` at work, renamed to data/ once it succeeded
  *   tenants/<project>/replaced/<ts>-<snap>/    previous directories moved aside by restore, never deleted
  *   tenants/<project>/restoring-<ts>-<snap>/   a restore's fresh directory, until it is swapped in
  *   tenants/<project>/unapplied/<ts>-<snap>/   a fresh directory of a restore interrupted before its swap
@@ -12,6 +13,11 @@
  *   cache/node-compile/                        Node's compile cache shared by engine processes
  */
 import { join } from 'node:path';
+
+/** Name prefix of a first start's directory while `engine init` builds it (then renamed to data/). */
+export const INIT_STAGING_PREFIX = 'initializing-';
+/** Name prefix of a restore's fresh directory until it is swapped in. */
+export const RESTORE_STAGING_PREFIX = 'restoring-';
 
 /** Every path the supervisor uses, derived from `SVCD_ROOT`. */
 export interface Layout {

@@ -27,7 +27,8 @@ import type { AgentContext } from '../context.ts';
 import { checkPin, commandFailure, engineEnvironment, runCommand, type PinCheck } from '../engine-cli.ts';
 import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable, writeJsonDurableAsync } from './files.ts';
 import { EngineSlots } from './capacity.ts';
-import { dirStamp, layoutOf, type Layout } from './layout.ts';
+import { initDataDir } from './init.ts';
+import { dirStamp, layoutOf, RESTORE_STAGING_PREFIX, type Layout } from './layout.ts';
 import { TenantLogs } from './logs.ts';
 import { PortPool } from './ports.ts';
 import {
@@ -269,8 +270,9 @@ export class Tenants {
   async #start(projectId: string, recorded: RecordedState): Promise<TenantStateAnswer> {
     await this.#ensurePin();
     mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
-    const dataDir = this.layout.dataDir(projectId);
-    if (!existsSync(dataDir)) await this.#command(projectId, ['init', '--data-dir', dataDir, '--json'], 'wakeup', this.#startTimeout());
+    if (!existsSync(this.layout.dataDir(projectId))) {
+      await initDataDir(this.layout, projectId, this.#ctx.now(), (dir) => this.#command(projectId, ['init', '--data-dir', dir, '--json'], 'wakeup', this.#startTimeout()));
+    }
     // The state is written while the engine boots, not after it: the write leaves the critical path.
     // Until the engine is ready nobody can see the early `running` through the API (GET reconciles
     // under this project's lock, which this wakeup holds), a failed start writes the truth back,
@@ -412,7 +414,7 @@ export class Tenants {
       const tenantDir = this.layout.tenantDir(projectId);
       const dataDir = this.layout.dataDir(projectId);
       const name = `${dirStamp(this.#ctx.now())}-${snapshotId}`;
-      const fresh = join(tenantDir, `restoring-${name}`);
+      const fresh = join(tenantDir, `${RESTORE_STAGING_PREFIX}${name}`);
       const replaced = join(this.layout.replacedRoot(projectId), name);
       mkdirSync(tenantDir, { recursive: true });
       // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
@@ -469,10 +471,17 @@ export class Tenants {
     return result;
   }
 
-  /** The state the live process says the project is in, given what is recorded. */
+  /**
+   * The state the live process and the disk say the project is in, given what is recorded. `data/`
+   * exists only once an init succeeded (./init.ts), so it is the usable directory: without an engine,
+   * `sleeping` when there is one; `stopped` stays `stopped` only without one (a crash can land between
+   * init and the state write). `sleeping` without one is kept: sleep of a never-started tenant answers
+   * it (docs/lifecycle.md "States").
+   */
   #truth(projectId: string, recorded: ProjectState): ProjectState {
     if (this.#live.has(projectId)) return 'running';
     if (recorded === 'running') return existsSync(this.layout.dataDir(projectId)) ? 'sleeping' : 'stopped';
+    if (recorded === 'stopped' && existsSync(this.layout.dataDir(projectId))) return 'sleeping';
     return recorded;
   }
 

@@ -4,7 +4,6 @@
  * restart every tenant's data directory is intact and every recorded state is true. An interrupted
  * restore (a crash between its two renames, and one before them) is repaired at start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, renameSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,61 +12,9 @@ import { createApp, type App } from '../../handlers/index.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
-import { REPO, tempDir, testDeployment } from '../helpers/env.ts';
+import { tempDir, testDeployment } from '../helpers/env.ts';
+import { ChildAgent } from './child-agent.ts';
 import { ENGINE, call, engineSql, pidAlive, sleep, wake, waitFor, type Api } from './lifecycle-helpers.ts';
-
-/** The agent as a child process, restartable over the same root and table. */
-class ChildAgent {
-  child: ChildProcess | null = null;
-  output = '';
-  readonly env: Record<string, string>;
-  constructor(env: Record<string, string>) {
-    this.env = env;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn(join(REPO, 'bin/svc-agent'), [], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child = child;
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-      this.output = (this.output + d).slice(-200_000);
-    });
-    await new Promise<void>((resolve, reject) => {
-      let buf = '';
-      const timer = setTimeout(() => reject(new Error(`agent not ready: ${this.output}`)), 30_000);
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-        buf += d;
-        if (buf.includes('\n')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`agent exited ${code}: ${this.output}`));
-      });
-    });
-  }
-
-  async kill9(): Promise<void> {
-    const child = this.child!;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-    this.child = null;
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-    this.child = null;
-  }
-}
 
 let agent: ChildAgent;
 let app: App;

@@ -1,0 +1,136 @@
+/**
+ * A crash during a tenant's first wakeup (docs/lifecycle.md "Starting an engine", "States"): the host
+ * agent runs as its own process (`bin/svc-agent`) and is SIGKILLed while `engine init` runs; the init
+ * may finish on its own afterwards. The tenant stays `stopped` without a data directory, head and
+ * snapshot answer 409 `tenant_not_running`, and the next wakeup initialises it. A data directory that
+ * exists while `stopped` is recorded (a crash after init, before the state write) is recorded
+ * `sleeping` at start.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDeps } from '../../handlers/deps.ts';
+import { createApp, type App } from '../../handlers/index.ts';
+import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
+import type { Db } from '../../shared/db/client.ts';
+import { getProject } from '../../shared/db/projects.ts';
+import { tempDir, testDeployment } from '../helpers/env.ts';
+import { ChildAgent, processesWith } from './child-agent.ts';
+import { ENGINE, call, engineSql, sleep, wake, waitFor, type Api } from './lifecycle-helpers.ts';
+
+let agent: ChildAgent;
+let app: App;
+let db: Db;
+let layout: Layout;
+let root: { dir: string; cleanup: () => void };
+let bin: { dir: string; cleanup: () => void };
+let slowEngine: string;
+let token: string;
+
+const api: Api = {
+  request(method, path, init = {}) {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    let body: string | undefined;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] = 'application/json';
+    }
+    return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
+  },
+};
+
+beforeAll(async () => {
+  root = tempDir('svc-first-start-');
+  bin = tempDir('svc-first-start-bin-');
+  // The real engine, with `init` one second slower: time to SIGKILL the agent while it runs.
+  slowEngine = join(bin.dir, 'slow-init-engine');
+  writeFileSync(slowEngine, `#!/bin/sh\nif [ "$1" = init ]; then sleep 1; fi\nexec "${ENGINE}" "$@"\n`);
+  chmodSync(slowEngine, 0o755);
+  const deployment = await testDeployment({
+    SVCD_ROOT: root.dir,
+    SVCD_ENGINE_BIN: slowEngine,
+    SVCD_HEARTBEAT_MS: '500',
+    SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
+  });
+  db = deployment.db;
+  layout = layoutOf(root.dir);
+  agent = new ChildAgent(deployment.env);
+  await agent.start();
+  app = createApp(buildDeps(deployment.env, () => {}));
+  const r = await api.request('POST', '/v0/signup', { body: {} });
+  token = ((await r.json()) as { token: string }).token;
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  for (const pid of processesWith(root.dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  root?.cleanup();
+  bin?.cleanup();
+});
+
+async function newProject(): Promise<string> {
+  const r = await call(api, 'POST', '/v0/projects', token, { name: 'first-start' });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.id as string;
+}
+
+/** Waits until no engine command (one-shot or wrapper) works for `projectId` any more. */
+async function orphansSettled(projectId: string): Promise<void> {
+  const settled = await waitFor(() => processesWith(projectId).filter((pid) => !processesWith('serve', projectId).includes(pid)).length === 0, 15_000);
+  expect(settled).toBe(true);
+}
+
+describe('a crash during a first wakeup', () => {
+  it('leaves the tenant stopped without a data directory; head and snapshot answer 409; the next wakeup initialises it', async () => {
+    const id = await newProject();
+    const pending = call(api, 'POST', `/v0/projects/${id}/wakeup`, token);
+    expect(await waitFor(() => processesWith(slowEngine, 'init', id).length > 0, 10_000, 2)).toBe(true);
+    await agent.kill9();
+    await pending;
+    // The orphaned init finishes on its own; only then does the agent come back.
+    await orphansSettled(id);
+    await agent.start();
+
+    expect((await getProject(db, id))!.state).toBe('stopped');
+    expect(existsSync(layout.dataDir(id))).toBe(false);
+    expect((await call(api, 'GET', `/v0/projects/${id}`, token)).body.state).toBe('stopped');
+    const head = await call(api, 'GET', `/v0/projects/${id}/head`, token);
+    expect(head.status, JSON.stringify(head.body)).toBe(409);
+    expect(head.body.error.code).toBe('tenant_not_running');
+    const snap = await call(api, 'POST', `/v0/projects/${id}/snapshots`, token, {});
+    expect(snap.status, JSON.stringify(snap.body)).toBe(409);
+    expect(snap.body.error.code).toBe('tenant_not_running');
+
+    await wake(api, token, id);
+    const address = (await call(api, 'GET', `/v0/projects/${id}/head`, token)).body.endpoint.address;
+    expect((await engineSql(address, 'CREATE TABLE t (v TEXT)')).status).toBe(200);
+    await sleep(api, token, id);
+    const asleep = await call(api, 'GET', `/v0/projects/${id}/head`, token);
+    expect(asleep.status).toBe(200);
+    expect(asleep.body.source).toBe('offline_status');
+    expect(readdirSync(layout.tenantDir(id)).filter((n) => n !== 'data')).toEqual([]);
+  });
+
+  it('a data directory recorded as stopped (a crash after init, before the state write) is recorded sleeping at start', async () => {
+    const id = await newProject();
+    await agent.kill9();
+    const init = spawnSync(ENGINE, ['init', '--data-dir', layout.dataDir(id), '--json']);
+    expect(init.status, init.stdout.toString()).toBe(0);
+    await agent.start();
+
+    // Corrected at start, before anyone asks.
+    expect((await getProject(db, id))!.state).toBe('sleeping');
+    const head = await call(api, 'GET', `/v0/projects/${id}/head`, token);
+    expect(head.status, JSON.stringify(head.body)).toBe(200);
+    expect(head.body).toMatchObject({ state: 'sleeping', source: 'offline_status' });
+  });
+});
+
