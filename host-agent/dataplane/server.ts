@@ -10,7 +10,8 @@
  *    complete over-limit request);
  * 4. the project's engine must be running on this agent: else 409 `tenant_not_running` (never woken);
  * 5. the request is streamed to the engine and its answer streamed back unchanged (status, headers
- *    less hop-by-hop ones, body); an engine gone before answering is 502 `upstream_unavailable`.
+ *    less hop-by-hop ones, body); an engine gone before answering is 502 `upstream_unavailable`,
+ *    or 409 `tenant_not_running` when it never took the request in and its process is gone.
  *
  * With several agents, a request for a project another agent owns is forwarded after steps 1–3, in
  * one hop, to that agent's registered `dataplane_url`, key and all, marked `X-Svc-Forwarded-By`
@@ -34,6 +35,26 @@ import { Upstreams, type EngineEndpoint } from './upstreams.ts';
 /** What the listener needs to know about engines: where a project's engine runs, from memory. */
 export interface EngineEndpoints {
   liveEndpoint(projectId: string): EngineEndpoint | null;
+  /**
+   * Asked only after the engine at `endpoint` refused or reset a connection: is it gone (409)
+   * rather than alive and not answering (502)? host-agent/tenants/supervisor.ts `engineGone`.
+   */
+  engineGone?(projectId: string, endpoint: EngineEndpoint): Promise<boolean>;
+}
+
+/**
+ * Failures that mean the engine never took the whole request in, so it cannot have applied it:
+ * nothing accepted the connection (refused, connect timeout), or the connection was reset, which
+ * the kernel does when a socket closes with bytes its process never read (a request sent on a
+ * kept-alive connection of an engine that had died, or sitting in its accept queue). Only these are
+ * judged by the engine's liveness; a connection closed after the engine read the request is 502
+ * whatever happened to the engine, since the request may have been applied.
+ */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE']);
+
+function neverConnected(err: UpstreamError): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && NOT_CONNECTED.has(code);
 }
 
 /** Options of the listener. */
@@ -325,6 +346,11 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       if (!(err instanceof UpstreamError)) throw err;
       if (err.cause instanceof ServiceError) throw err.cause;
       if (res.destroyed) return; // the client went away: nobody to answer
+      // An engine killed behind the agent's back refuses connections before its exit is noticed
+      // (docs/dataplane.md): the tenant is not running, which is 409, not an upstream fault.
+      if (neverConnected(err) && (await endpoints.engineGone?.(projectId, target.engine))) {
+        throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine (it exited): call POST /v0/projects/${projectId}/wakeup`);
+      }
       log(`dataplane: request ${requestId} to the engine of ${projectId} failed: ${err.message}`);
       throw errors.upstream(`the engine of project ${projectId} did not answer`);
     }
@@ -349,7 +375,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     port,
     url: `http://${options.host}:${port}`,
     upstreams,
-    engineExited: (projectId) => upstreams.drop(projectId),
+    engineExited: (projectId) => upstreams.retire(projectId),
     async close() {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();

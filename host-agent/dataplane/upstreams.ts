@@ -53,6 +53,19 @@ export class Upstreams {
     void current.pool.destroy().catch(() => {});
   }
 
+  /**
+   * Forgets the pool of an upstream that is gone (its engine exited) without cutting the requests
+   * already on it: they end on their own at once, refused or reset by the dead engine's address,
+   * which the /v2 listener can tell from a failure after the engine took a request in (a destroy
+   * would turn both into the same error).
+   */
+  retire(key: string): void {
+    const current = this.pools.get(key);
+    if (!current) return;
+    this.pools.delete(key);
+    void current.pool.close().catch(() => {});
+  }
+
   /** How many pools are open. */
   get size(): number {
     return this.pools.size;

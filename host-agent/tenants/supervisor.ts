@@ -104,6 +104,9 @@ const ENGINE_HOST = '127.0.0.1';
 const PORT_RETRIES = 3;
 const LOG_SWEEP_MS = 10_000;
 const LONG_COMMAND_MS = 600_000;
+/** engineGone: how often, and how far apart, a refusing engine's process is looked at. */
+const GONE_CHECKS = 5;
+const GONE_CHECK_MS = 20;
 
 /** The pinned engine's stat identity: a replaced or removed binary is re-checked before the next start. */
 function binaryIdentity(bin: string): string | null {
@@ -158,6 +161,29 @@ export class Tenants {
     const live = this.#live.get(projectId);
     if (!live || live.stopping) return null;
     return { host: live.host, port: live.port };
+  }
+
+  /**
+   * Whether the engine the /v2 listener reached at `endpoint` is gone, asked after it refused or reset
+   * a connection (error path only: it reads /proc, and waits up to ~100 ms for a process in the middle
+   * of exiting). A dead engine's exit is recorded at once (listeners told, the state corrected in the
+   * background) instead of when it would be noticed: an adopted engine's exit is polled, and even a
+   * child's can arrive after the refusal. False while the engine still runs, or when another engine
+   * of the project serves by now.
+   */
+  async engineGone(projectId: string, endpoint: LiveEndpoint): Promise<boolean> {
+    for (let check = 1; ; check++) {
+      const live = this.#live.get(projectId);
+      if (!live || live.stopping) return true;
+      if (live.host !== endpoint.host || live.port !== endpoint.port) return false;
+      // A zombie (killed, not yet reaped) has no start time in /proc: it counts as gone.
+      if (!live.proc.alive() || !isSameProcessAlive(live.proc.pid, live.proc.startTime)) {
+        this.#onExit(live);
+        return true;
+      }
+      if (check >= GONE_CHECKS) return false;
+      await sleepMs(GONE_CHECK_MS);
+    }
   }
 
   /** Calls `listener(projectId)` whenever an engine exits, expectedly or not. Answers the unsubscribe. */
