@@ -163,12 +163,17 @@ async function storageAgent(ctx: Ctx, project: ProjectRecord, reuse: boolean) {
   }
 }
 
-/** Deletes a blob that nothing references any more; a failure leaves it unreferenced, and is logged. */
+/**
+ * Deletes a blob that nothing references any more; a failure leaves it unreferenced, and is logged
+ * with what becomes of it: an fs blob is swept at its agent's next start, an S3 one is not swept
+ * (docs/storage.md "Nothing lost").
+ */
 async function discardBlob(ctx: Ctx, project: ProjectRecord, backend: BlobBackend, name: string, store?: BlobStore): Promise<void> {
   try {
     await (store ?? (await storeFor(ctx, project, backend))).delete(project.id, name);
   } catch (err) {
-    ctx.deps.log(`storage: request ${ctx.requestId}: unreferenced ${backend} blob ${project.id}/${name} left behind: ${(err as Error).message}`);
+    const fate = backend === 'fs' ? 'it will be swept at the next agent start' : 'S3 blobs are not swept: remove it from the bucket by hand';
+    ctx.deps.log(`storage: request ${ctx.requestId}: ${backend} blob ${project.id}/${name}: blob removal failed; ${fate} (${(err as Error).message})`);
   }
 }
 

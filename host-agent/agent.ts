@@ -25,6 +25,8 @@ import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
 import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
+import { sweepLeftovers } from './sweep.ts';
+import { within } from './tenants/processes.ts';
 import { Tenants } from './tenants/supervisor.ts';
 
 /** A running agent. */
@@ -84,8 +86,11 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     tenants: undefined as unknown as Tenants,
   };
   // The supervisor needs the finished context; it repairs, adopts and reconciles before any listener opens.
+  const started = ctx.now();
   ctx.tenants = new Tenants(ctx, { emit: (projectId, event, payload) => ctx.realtime.emitSystem(projectId, event, payload) });
   await ctx.tenants.start();
+  // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
+  const sweeping = sweepLeftovers(ctx, started);
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
   const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes];
@@ -146,6 +151,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
         clearInterval(heartbeat);
         ctx.realtime.close();
         await Promise.all(servers.map((s) => s.close()));
+        // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.
+        await within(sweeping, 5000);
         // Then every engine, gracefully, each under the stop timeout; their states recorded `sleeping`.
         await ctx.tenants.stopAll();
       })();

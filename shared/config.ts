@@ -56,6 +56,9 @@ export const settingsSchema = z.object({
   SVCD_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(10 * 1024 * 1024),
   // Object storage.
   SVCD_BLOB_BACKEND: z.enum(['fs', 's3']).default('fs'),
+  // fs blobs no catalog row references are swept at agent start once older than this: a younger
+  // one may belong to a PUT whose catalog flip has not happened yet (docs/storage.md "Nothing lost").
+  SVCD_BLOB_SWEEP_MIN_AGE_SECONDS: int(60, 30 * 24 * 3600).default(3600),
   SVCD_S3_ENDPOINT: url.optional(),
   SVCD_S3_REGION: z.string().default('us-east-1'),
   SVCD_S3_BUCKET: z.string().default('svc-blobs'),

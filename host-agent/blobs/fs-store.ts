@@ -74,12 +74,27 @@ export class RangeNotSatisfiableError extends Error {
   }
 }
 
+/**
+ * Removes the temp files under `<root>/.tmp` and answers their names. Only while no write is in
+ * flight (agent start, store opening): anything there is then the remains of a crashed write.
+ */
+export function sweepBlobTempFiles(root: string): string[] {
+  const tmpDir = join(root, '.tmp');
+  let names: string[];
+  try {
+    names = readdirSync(tmpDir);
+  } catch {
+    return [];
+  }
+  for (const f of names) rmSync(join(tmpDir, f), { force: true });
+  return names;
+}
+
 /** Opens the store under `root` (created when missing), sweeping temp files a crash left behind. */
 export function createFsBlobStore(root: string): FsBlobStore {
   const tmpDir = join(root, '.tmp');
   mkdirSync(tmpDir, { recursive: true });
-  // No write is in flight yet: anything here is the remains of a crashed write.
-  for (const f of readdirSync(tmpDir)) rmSync(join(tmpDir, f), { force: true });
+  sweepBlobTempFiles(root);
 
   function pathOf(project: string, name: string): string {
     if (!ID_PATTERNS.prj.test(project)) throw errors.invalid('project: must match ^prj_[0-9a-f]{16}$');

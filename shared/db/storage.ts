@@ -436,3 +436,32 @@ export async function listObjects(db: Db, projectId: string, bucket: string, lim
   }
   return { items: rows.map((r) => r.record), nextCursor };
 }
+
+/**
+ * Every blob name the project's catalog rows point at, pending rows having none (read consistently,
+ * `blob` alone). The host agent's sweep of fs blobs no row references uses it
+ * (host-agent/blobs/sweep.ts); blob names are unique per write, so a name is referenced or not
+ * whatever backend its row names.
+ */
+export async function referencedBlobs(db: Db, projectId: string): Promise<Set<string>> {
+  const { pk } = keys.objectsOf(projectId);
+  const names = new Set<string>();
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await db.doc.send(
+      new QueryCommand({
+        TableName: db.table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': pk, ':prefix': 'OBJ#' },
+        // `blob` is a DynamoDB reserved word.
+        ProjectionExpression: '#blob',
+        ExpressionAttributeNames: { '#blob': 'blob' },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of out.Items ?? []) if (typeof item.blob === 'string') names.add(item.blob);
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return names;
+}

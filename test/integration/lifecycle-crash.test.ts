@@ -261,7 +261,9 @@ describe('an interrupted restore is repaired at start', () => {
 
     expect(existsSync(layout.restoreJournal(before.id))).toBe(false);
     expect(existsSync(before.fresh)).toBe(false);
-    expect(readdirSync(layout.unappliedRoot(before.id))).toHaveLength(1);
+    // Undone: the fresh directory, never served, is moved aside and swept with the other leftovers.
+    expect(existsSync(layout.unappliedRoot(before.id))).toBe(false);
+    expect(agent.output).toContain(`tenants/${before.id}/unapplied/`);
     await expectRecordedTrue(before.id);
     expect(await rowsOf(before.id)).toEqual(['old', 'new']);
   });
