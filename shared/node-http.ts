@@ -2,11 +2,18 @@
  * Serves a fetch-style handler (`(Request) => Promise<Response>`) on node:http, streaming both
  * ways: the request body reaches the handler as a web stream, the response body is piped out with
  * backpressure, and a client that disconnects aborts the request's signal.
+ *
+ * Also what every node:http listener of the service shares (the `/v2` listener, the agent's internal
+ * API, the Node entry, the local front): request targets in absolute form (RFC 9112 §3.2.2), a
+ * connection closed after an answer given before the body was read (RFC 9112 §9.6, docs/dataplane.md
+ * "Refused bodies"), and malformed requests answered with the error envelope.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { ServiceError, envelopeOf, errorResponse } from './errors.ts';
+import { newRequestId } from './ids.ts';
 
 /** A running server and how to stop it. */
 export interface Served {
@@ -14,6 +21,244 @@ export interface Served {
   url: string;
   port: number;
   close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request targets
+// ---------------------------------------------------------------------------------------------
+
+const ABSOLUTE = /^https?:\/\/([^/?#]*)([^#]*)/i;
+const AUTHORITY = Symbol('authority');
+const TARGET = Symbol('target');
+
+/**
+ * The origin-form of a request target (RFC 9112 §3.2): itself when it starts with `/`, the path
+ * and query of an absolute-form `http(s)://authority/path?query`, or null for any other form
+ * (`*`, authority-form, garbage), which no route of the service takes.
+ */
+export function originForm(target: string): { path: string; authority: string | null } | null {
+  if (target.startsWith('/')) return { path: target, authority: null };
+  const m = ABSOLUTE.exec(target);
+  if (!m) return null;
+  const rest = m[2]!;
+  return { path: rest === '' ? '/' : rest.startsWith('?') ? `/${rest}` : rest, authority: m[1]! };
+}
+
+/**
+ * The request class of every listener: `url` is always origin-form, so every route sees
+ * `/v0/health` whether the client sent that or `http://host/v0/health` (RFC 9112 §3.2.2: a server
+ * must accept the absolute form, and then takes the host from it, not from `Host`). A target that
+ * is neither keeps its raw value and is refused by `badTarget`.
+ */
+export class ServiceRequest extends IncomingMessage {
+  declare [TARGET]: string;
+  declare [AUTHORITY]: string | null;
+}
+Object.defineProperty(ServiceRequest.prototype, 'url', {
+  configurable: true,
+  enumerable: true,
+  get(this: ServiceRequest) {
+    return this[TARGET];
+  },
+  set(this: ServiceRequest, raw: string) {
+    const form = raw === '' ? null : originForm(raw);
+    this[TARGET] = form ? form.path : raw;
+    this[AUTHORITY] = form ? form.authority : null;
+  },
+});
+
+/** The host of an absolute-form target (the client's `Host` is ignored then), else null. */
+export function targetAuthority(req: IncomingMessage): string | null {
+  return (req as ServiceRequest)[AUTHORITY] ?? null;
+}
+
+/** A ServiceError for a target that is not origin-form once read (`*`, authority-form), else null. */
+export function badTarget(req: IncomingMessage): ServiceError | null {
+  if ((req.url ?? '').startsWith('/')) return null;
+  return new ServiceError('invalid_request', 'the request target must be a path (/v0/...) or an absolute http URL');
+}
+
+/** Server options of every listener: the request class above. */
+export const SERVER_OPTIONS = { IncomingMessage: ServiceRequest } as const;
+
+// ---------------------------------------------------------------------------------------------
+// Answers given before the body was read
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * How long the rest of a refused body is read and discarded after the answer, at most, and how
+ * long it may pause (docs/dataplane.md "Refused bodies"; the figures of a common lingering close).
+ */
+export const LINGER = { totalMs: 30_000, idleMs: 5_000 } as const;
+
+const LINGERING = Symbol('lingering');
+
+/**
+ * Makes `res` the last answer on its connection when `req`'s body has not been read in full
+ * (`Connection: close`), and closes the connection the way RFC 9112 §9.6 asks: once the answer is
+ * out, the write side is shut and the rest of the body is read and discarded until it ends, pauses
+ * for `LINGER.idleMs` or `LINGER.totalMs` have passed, and only then is the socket closed. Closing
+ * with request bytes unread would reset the connection, and the client could lose the answer; not
+ * closing would leave the connection stuck behind a body nobody reads. Call it before the head is
+ * written. No-op for a request whose body has arrived in full; an answer cut short (`res`
+ * destroyed) still closes the socket at once.
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  if (req.complete || (req as { [LINGERING]?: true })[LINGERING]) return;
+  (req as { [LINGERING]?: true })[LINGERING] = true;
+  if (!res.headersSent) res.shouldKeepAlive = false;
+  const socket = req.socket;
+  if (!socket) return;
+  // node:http closes a connection whose last answer is out with socket.destroySoon(); this one
+  // lingers first. Used for this socket only, which is closed afterwards in any case.
+  socket.destroySoon = function lingerThenClose(this: Socket) {
+    if (this.writable) this.end();
+    const close = () => {
+      clearTimeout(deadline);
+      if (this.writableFinished) this.destroy();
+      else this.once('finish', () => this.destroy());
+    };
+    const deadline = setTimeout(() => this.destroy(), LINGER.totalMs);
+    deadline.unref();
+    this.setTimeout(LINGER.idleMs, () => this.destroy());
+    this.once('close', () => clearTimeout(deadline));
+    if (req.complete) return close();
+    req.once('end', close);
+    discard(req);
+  };
+}
+
+/**
+ * Reads and drops whatever arrives of `req`'s body from now on, whoever was reading it before
+ * (like node's own IncomingMessage dump, but also for a body someone has started to read).
+ */
+export function discard(req: IncomingMessage): void {
+  req.removeAllListeners('data');
+  const drop = () => {
+    while (req.read() !== null);
+  };
+  req.on('readable', drop);
+  drop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Malformed requests
+// ---------------------------------------------------------------------------------------------
+
+/** Messages for the parse errors a client can cause (llhttp's codes). */
+function clientErrorMessage(code: string | undefined): string {
+  switch (code) {
+    case 'HPE_INVALID_EOF_STATE':
+      return 'the request ended before its body did (the connection was shut before Content-Length bytes or the last chunk arrived)';
+    case 'HPE_HEADER_OVERFLOW':
+      return 'the request head is too large';
+    case 'HPE_INVALID_CONTENT_LENGTH':
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+      return 'the request has an invalid Content-Length';
+    case 'HPE_INVALID_TRANSFER_ENCODING':
+    case 'HPE_INVALID_CHUNK_SIZE':
+      return 'the request has invalid chunked framing';
+    default:
+      return 'malformed HTTP request';
+  }
+}
+
+/**
+ * Answers what node's parser refuses (a malformed request, a body cut short by the client shutting
+ * its side) with the 400 `invalid_request` envelope, `X-Request-Id` and `Connection: close`, instead
+ * of node's bare `400 Bad Request`. A request already being answered is left to its handler, which
+ * sees its body fail; a request timeout keeps node's own answer (408).
+ */
+export function answerClientErrors(server: Server, log?: (line: string) => void): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    const code = err.code;
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable && !inFlight(socket)?.headersSent) {
+      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+      socket.destroySoon();
+      return;
+    }
+    if (!socket.writable || typeof code !== 'string' || !code.startsWith('HPE_')) {
+      socket.destroy();
+      return;
+    }
+    const requestId = newRequestId();
+    const body = JSON.stringify(envelopeOf(new ServiceError('invalid_request', clientErrorMessage(code))));
+    const res = inFlight(socket);
+    if (res) {
+      // The request was being served (its body failed): answer on its response, which closes the
+      // connection once written; the handler sees its request aborted when the socket goes.
+      if (res.headersSent) return void socket.destroy();
+      // Once the answer is out, the request's body fails for whoever is reading it (a forward
+      // upstream is aborted then), and the socket closes.
+      res.once('finish', () => res.req.destroy());
+      res.shouldKeepAlive = false;
+      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId });
+      res.end(body);
+      return;
+    }
+    log?.(`http: refused a malformed request (${code}) as ${requestId}`);
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    socket.destroySoon();
+  });
+}
+
+/** The response being written on `socket`, if a request is in flight there. */
+function inFlight(socket: Socket): ServerResponse | undefined {
+  return (socket as { _httpMessage?: ServerResponse })._httpMessage;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch-style handlers
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `req`'s body as a web stream, with backpressure. Unlike `Readable.toWeb`, cancelling it does not
+ * destroy `req` (which would reset the connection before the refusal could be answered): the rest
+ * is discarded instead, and the answer closes the connection (`closeAfterAnswer`). Every chunk is a
+ * fresh copy nobody else holds (the agent's blob store relies on it).
+ */
+function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let done = false;
+  const onData = (chunk: Buffer) => {
+    controller.enqueue(new Uint8Array(chunk));
+    if ((controller.desiredSize ?? 0) <= 0) req.pause();
+  };
+  const stop = () => {
+    done = true;
+    req.off('data', onData);
+  };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        stop();
+        discard(req);
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: req.readableHighWaterMark }),
+  );
+  req.pause();
+  req.on('data', onData);
+  req.once('end', () => {
+    if (done) return;
+    stop();
+    controller.close();
+  });
+  req.once('error', (err) => {
+    if (done) return;
+    stop();
+    controller.error(err);
+  });
+  return stream;
 }
 
 /** Converts a Node request into a web Request (body streamed, never buffered). */
@@ -26,17 +271,23 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: 
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
-  return new Request(new URL(req.url ?? '/', origin), {
+  // The path and query of the (origin-form) target on the origin: a path starting `//` stays a
+  // path, and a Host header holding a path cannot change this one.
+  const url = new URL(origin);
+  const target = new URL(`http://target${req.url ?? '/'}`);
+  url.pathname = target.pathname;
+  url.search = target.search;
+  return new Request(url, {
     method,
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    body: hasBody ? bodyStream(req) : undefined,
     signal: controller.signal,
     ...(hasBody ? { duplex: 'half' } : {}),
   } as RequestInit);
 }
 
 /** Writes a web Response to a Node response, streaming its body. */
-export async function writeWebResponse(response: Response, res: ServerResponse): Promise<void> {
+export async function writeWebResponse(response: Response, res: ServerResponse, req?: IncomingMessage): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name === 'set-cookie') return;
@@ -44,6 +295,7 @@ export async function writeWebResponse(response: Response, res: ServerResponse):
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers['set-cookie'] = cookies;
+  if (req) closeAfterAnswer(req, res);
   res.writeHead(response.status, headers);
   if (!response.body) {
     res.end();
@@ -57,27 +309,34 @@ export async function serveFetch(
   handler: (request: Request) => Promise<Response>,
   { host, port, setting, onError = () => {} }: { host: string; port: number; setting?: string; onError?: (err: unknown) => void },
 ): Promise<Served> {
-  const server = createServer((req, res) => {
-    const origin = `http://${req.headers.host ?? `${host}:${port}`}`;
+  const server = createServer(SERVER_OPTIONS, (req, res) => {
+    const refused = badTarget(req);
+    if (refused) {
+      void writeWebResponse(errorResponse(refused, newRequestId()), res, req).catch(() => res.destroy());
+      return;
+    }
+    const origin = `http://${targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`}`;
     let request: Request;
     try {
       request = toWebRequest(req, res, origin);
     } catch (err) {
       onError(err);
-      res.writeHead(400, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ error: { code: 'invalid_request', message: 'malformed request' } }),
-      );
+      const requestId = newRequestId();
+      void writeWebResponse(errorResponse(new ServiceError('invalid_request', 'malformed request'), requestId), res, req).catch(() => res.destroy());
       return;
     }
     handler(request)
-      .then((response) => writeWebResponse(response, res))
+      .then((response) => writeWebResponse(response, res, req))
       .catch((err) => {
         // A client that went away mid-body is not a server fault.
         if ((err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') onError(err);
-        if (!res.headersSent) res.writeHead(500).end();
-        else res.destroy();
+        if (!res.headersSent) {
+          const requestId = newRequestId();
+          void writeWebResponse(errorResponse(new ServiceError('internal', `internal error (request ${requestId})`), requestId), res, req).catch(() => res.destroy());
+        } else res.destroy();
       });
   });
+  answerClientErrors(server);
   server.keepAliveTimeout = 65_000;
   await listen(server, host, port, setting);
   const actual = (server.address() as AddressInfo).port;

@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { closeAfterAnswer } from '../../shared/node-http.ts';
 
 /** Headers that describe one connection, never the message (RFC 9110 §7.6.1, plus legacy ones). */
 export const HOP_BY_HOP = new Set([
@@ -60,6 +61,8 @@ export interface ForwardRequest {
   body: Uint8Array | Readable | AsyncIterable<Uint8Array> | null;
   /** Headers added to the answer, as a flat `[name, value, ...]` list (say `x-request-id`). */
   extraResponseHeaders?: readonly string[];
+  /** Close the upstream connection after this request instead of returning it to the pool. */
+  reset?: boolean;
 }
 
 /** The upstream failed before any of its answer was sent: the caller still owns the response. */
@@ -128,13 +131,21 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
     res.on('drain', onDrain);
     req.on('error', stop);
     upstream.dispatch(
-      { method: f.method, path: f.path, headers: f.headers, body: f.body as never },
+      { method: f.method, path: f.path, headers: f.headers, body: f.body as never, reset: f.reset },
       {
         onRequestStart(c) {
           controller = c;
           if (gone) c.abort(new Error(CLIENT_GONE));
         },
         onResponseStart(_c, statusCode, headers) {
+          if (res.headersSent) {
+            // Answered meanwhile by the listener itself (a malformed rest of the request).
+            stop();
+            return;
+          }
+          // An answer before the whole body arrived (a refusal): the rest of the body may never be
+          // read, so the client's connection is closed after it (shared/node-http.ts).
+          if (!req.complete) closeAfterAnswer(req, res);
           res.writeHead(statusCode, answerHeaders(headers, f.extraResponseHeaders));
           started = true;
           const length = headers['content-length'];

@@ -26,7 +26,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { ServiceError, WWW_AUTHENTICATE, envelopeOf, errors } from '../../shared/errors.ts';
-import { listen } from '../../shared/node-http.ts';
+import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS } from '../../shared/node-http.ts';
 import { forward, HOP_BY_HOP, UpstreamError } from './forward.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { Peer, Peers } from './peers.ts';
@@ -94,7 +94,8 @@ const PROJECT_REF = /^(?:prj_)?([0-9a-f]{16})$/;
 /** Writes a service error: envelope, `X-Request-Id`, and the challenge on 401. */
 function fail(req: IncomingMessage, res: ServerResponse, requestId: string, err: ServiceError): void {
   if (res.headersSent || res.destroyed) {
-    res.destroy();
+    // Cut short, unless it is an answer already complete (a malformed request answered by the server).
+    if (!res.writableEnded) res.destroy();
     return;
   }
   const body = JSON.stringify(envelopeOf(err));
@@ -103,14 +104,10 @@ function fail(req: IncomingMessage, res: ServerResponse, requestId: string, err:
   res.setHeader('content-length', Buffer.byteLength(body));
   res.setHeader('x-request-id', requestId);
   if (err.code === 'authentication_required') res.setHeader('www-authenticate', WWW_AUTHENTICATE);
-  // A body still arriving is not read (it may be huge): close the connection after the answer.
-  if (!req.complete && hasBody(req)) res.setHeader('connection', 'close');
+  // A body still arriving is not forwarded (it may be huge): the connection closes after the
+  // answer, once the rest has been read and dropped (docs/dataplane.md "Refused bodies").
+  closeAfterAnswer(req, res);
   res.end(body);
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  const cl = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
 }
 
 let idPool = Buffer.alloc(0);
@@ -249,7 +246,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean): Promise<void> {
     const path = req.url ?? '';
     if (!(path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?'))) {
-      throw errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
+      throw badTarget(req) ?? errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
     }
 
     const h = scan(req.rawHeaders);
@@ -364,8 +361,10 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       fail(req, res, id, new ServiceError('internal', `internal error (request ${id})`));
     });
   };
-  const server = createServer((req, res) => onRequest(req, res, false));
+  // Absolute-form targets arrive as paths (shared/node-http.ts ServiceRequest).
+  const server = createServer(SERVER_OPTIONS, (req, res) => onRequest(req, res, false));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+  answerClientErrors(server);
   server.keepAliveTimeout = 65_000;
   await listen(server, options.host, options.port, 'SVCD_DATAPLANE_PORT');
   const port = (server.address() as AddressInfo).port;
