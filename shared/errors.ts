@@ -74,9 +74,16 @@ export function errorResponse(
     log(`request ${requestId} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
     err = new ServiceError('internal', `internal error (request ${requestId})`);
   }
-  const headers = new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId });
+  // The length is declared so that an answer given before a request body was read is complete
+  // as soon as its bytes are out, even while the body is still being drained (shared/linger.ts).
+  const body = new TextEncoder().encode(JSON.stringify(envelopeOf(err)));
+  const headers = new Headers({
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(body.byteLength),
+    'x-request-id': requestId,
+  });
   if (err.code === 'authentication_required') headers.set('www-authenticate', WWW_AUTHENTICATE);
-  return new Response(JSON.stringify(envelopeOf(err)), { status: err.status, headers });
+  return new Response(body, { status: err.status, headers });
 }
 
 /** Shorthands for the errors raised most often. */
