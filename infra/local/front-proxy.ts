@@ -1,8 +1,20 @@
 /**
- * The local stack's one origin (issue #5 "One base URL"; docs/dataplane.md): a small node:http front
- * on SVCD_HOST:SVCD_PORT that sends `/v2` and `/v2/...` to the host agent's `/v2` listener and
+ * The local stack's one origin (docs/dataplane.md "One base URL (local stack)"): a small node:http
+ * front on SVCD_HOST:SVCD_PORT that sends `/v2` and `/v2/...` to the host agent's `/v2` listener and
  * everything else to the handlers in miniflare, streaming both ways (host-agent/dataplane/forward.ts).
  * It judges nothing itself: authentication, limits and errors are the agent's and the handlers'.
+ * What it does own is connection handling (docs/dataplane.md "Refused bodies"):
+ *
+ * - an answer an upstream gives before the body was sent in full (a 413, a 401, a 404) is relayed,
+ *   even when the upstream then resets the connection we were still writing to, and the client's
+ *   connection is closed after it once the rest of its body has been read and dropped;
+ * - a connection to the handlers that carried a body is never reused (workerd closes one whose body
+ *   it left unread without saying so), and a request without a body that meets a reset connection
+ *   before any answer is sent once more on a fresh connection;
+ * - event streams and object bytes (the routes production gives its Node workers, docs/deploy.md)
+ *   go through a pool of their own with no bound, so open subscriptions never hold the connections
+ *   ordinary requests need;
+ * - each request is logged in one line: method, path without query, status, milliseconds.
  *
  * With several agents (`npm start -- --agents N`) it plays the load balancer production puts in
  * front of the engine machines: `/v2` requests go round-robin over every agent's listener, whatever
@@ -18,11 +30,12 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Pool } from 'undici';
+import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError, WWW_AUTHENTICATE, envelopeOf } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
-import { listen } from '../../shared/node-http.ts';
+import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/node-http.ts';
 import { forward, upstreamRequestHeaders, UpstreamError } from '../../host-agent/dataplane/forward.ts';
+import { keepAnswersConnect } from '../../host-agent/dataplane/upstreams.ts';
 
 /** Where the front sends requests. */
 export interface FrontTargets {
@@ -30,6 +43,16 @@ export interface FrontTargets {
   handlers: string;
   /** The host agents' `/v2` listeners (their registered `dataplane_url`s), taken in turn. */
   dataplane: string | string[];
+}
+
+/** Options of the front. */
+export interface FrontOptions {
+  host: string;
+  port: number;
+  /** Receives one line per request, and the front's failures. */
+  log: (line: string) => void;
+  /** Connections to the handlers for ordinary requests (event streams and object bytes have no bound). */
+  handlerConnections?: number;
 }
 
 /** A running front. */
@@ -44,9 +67,25 @@ const NOTHING = new Set<string>();
 /** How long a listener that refused a connection is left out of the rotation. */
 const DOWN_MS = 1_000;
 
+const CONNECT_MS = 10_000;
+const HEADERS_MS = 300_000;
+
+/** Methods whose request may be sent twice (RFC 9110 §9.2.2), when it has no body. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** Failures of a connection that was reset or closed under a request (a stale pooled connection). */
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+/** The routes production serves on its Node workers: event streams and object bytes (docs/deploy.md). */
+const LONG_LIVED = /^\/v0\/projects\/[^/?]+\/(?:realtime\/subscribe(?:\?|$)|storage\/objects\/[^/?]+\/)/;
+
+function causeCode(err: UpstreamError): unknown {
+  return (err.cause as { code?: unknown } | undefined)?.code;
+}
+
 /** A connection that was never made: nothing of the request was sent, so another listener may take it. */
 function neverConnected(err: UpstreamError): boolean {
-  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  const code = causeCode(err);
   return code === 'ECONNREFUSED' || code === 'UND_ERR_CONNECT_TIMEOUT';
 }
 
@@ -55,32 +94,47 @@ export function isDataPlane(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?');
 }
 
-function fail(res: ServerResponse, err: ServiceError): void {
-  if (res.headersSent || res.destroyed) return void res.destroy();
+/** True for a request that may hold its connection for long: an event stream or object bytes. */
+export function isLongLived(method: string, path: string): boolean {
+  return (method === 'GET' || method === 'HEAD' || method === 'PUT') && LONG_LIVED.test(path);
+}
+
+function fail(req: IncomingMessage, res: ServerResponse, err: ServiceError): void {
+  if (res.headersSent || res.destroyed) {
+    if (!res.writableEnded) res.destroy();
+    return;
+  }
   const body = JSON.stringify(envelopeOf(err));
   const headers: Record<string, string | number> = {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'x-request-id': newRequestId(),
-    connection: 'close',
   };
   if (err.code === 'authentication_required') headers['www-authenticate'] = WWW_AUTHENTICATE;
+  // Whatever failed, the connection is not reused: the rest of a body is read and dropped first.
+  res.shouldKeepAlive = false;
+  closeAfterAnswer(req, res);
   res.writeHead(err.status, headers).end(body);
 }
 
 /** Starts the front on host:port (0: a free port). */
-export async function startFront(
-  targets: FrontTargets,
-  { host, port, log }: { host: string; port: number; log: (line: string) => void },
-): Promise<Front> {
-  // The data plane answers quickly or streams an engine answer; the handlers may hold an event
-  // stream open for long (realtime subscribe), so no idle timeout on their bodies.
+export async function startFront(targets: FrontTargets, { host, port, log, handlerConnections = 256 }: FrontOptions): Promise<Front> {
+  const options = (connections: number | null, bodyTimeout: number) => ({
+    connections,
+    connect: keepAnswersConnect(CONNECT_MS),
+    headersTimeout: HEADERS_MS,
+    bodyTimeout,
+  });
+  // The data plane answers quickly or streams an engine answer: no event streams there.
   const planes = (Array.isArray(targets.dataplane) ? targets.dataplane : [targets.dataplane]).map((url) => ({
     url,
-    pool: new Pool(url, { connections: 256, headersTimeout: 300_000, bodyTimeout: 300_000 }),
+    pool: new Pool(url, options(256, HEADERS_MS)),
     downUntil: 0,
   }));
-  const handlers = new Pool(targets.handlers, { connections: 256, headersTimeout: 300_000, bodyTimeout: 0 });
+  const handlers = new Pool(targets.handlers, options(handlerConnections, HEADERS_MS));
+  // No bound and no idle timeout: a subscription may stay open and silent for as long as it likes.
+  const longLived = new Pool(targets.handlers, options(null, 0));
+  const oneShot = new Set<Client>();
   let turn = 0;
 
   /** The next listener in turn that is not resting after a refused connection (else any), not yet tried. */
@@ -99,55 +153,87 @@ export async function startFront(
     return fallback;
   }
 
-  /** Sends a `/v2` request to a listener, trying the next one while connections are refused. */
-  async function toDataPlane(req: IncomingMessage, res: ServerResponse, path: string, headers: string[], hasBody: boolean): Promise<void> {
+  /**
+   * Sends the request upstream: to the `/v2` listeners in turn (the next one while connections are
+   * refused), or to the handlers; once more on a fresh connection when a request without a body
+   * met a reset connection before any answer.
+   */
+  async function send(req: IncomingMessage, res: ServerResponse, method: string, path: string, headers: string[], hasBody: boolean): Promise<void> {
+    const dataPlane = isDataPlane(path);
     const tried = new Set<number>();
+    let retry: Client | null = null;
+    // The body is read only once a connection is made: until the first chunk is pulled the
+    // request can still go elsewhere. Iterated, not handed over as a stream: undici destroys a
+    // stream body when the upstream fails, which would reset the client before it is answered.
+    let pulled = false;
+    const body = !hasBody
+      ? null
+      : (async function* () {
+          for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+            pulled = true;
+            yield chunk;
+          }
+        })();
     for (;;) {
-      const i = pick(tried)!;
-      tried.add(i);
-      // The body is read only once the connection is made: until the first chunk is pulled the
-      // request can still go elsewhere.
-      let pulled = false;
-      const body = !hasBody
-        ? null
-        : planes.length === 1
-          ? req
-          : (async function* () {
-              for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-                pulled = true;
-                yield chunk;
-              }
-            })();
+      let upstream: Dispatcher;
+      let plane = -1;
+      if (retry) upstream = retry;
+      else if (dataPlane) {
+        plane = pick(tried)!;
+        tried.add(plane);
+        upstream = planes[plane]!.pool;
+      } else upstream = isLongLived(method, path) ? longLived : handlers;
       try {
-        await forward(planes[i]!.pool, req, res, { method: req.method ?? 'GET', path, headers, body });
+        // workerd never says Connection: close, even when it leaves a body unread and closes:
+        // a connection that carried a body to it is not reused.
+        await forward(upstream, req, res, { method, path, headers, body, reset: hasBody && !dataPlane });
         return;
       } catch (err) {
-        if (!(err instanceof UpstreamError) || !neverConnected(err) || pulled || tried.size === planes.length) throw err;
-        planes[i]!.downUntil = Date.now() + DOWN_MS;
+        if (!(err instanceof UpstreamError) || res.headersSent || res.destroyed) throw err;
+        if (plane >= 0 && neverConnected(err) && !pulled && tried.size < planes.length) {
+          planes[plane]!.downUntil = Date.now() + DOWN_MS;
+          continue;
+        }
+        if (retry === null && !hasBody && IDEMPOTENT.has(method) && RESET.has(String(causeCode(err)))) {
+          const origin = plane >= 0 ? planes[plane]!.url : targets.handlers;
+          retry = new Client(origin, { connect: keepAnswersConnect(CONNECT_MS), headersTimeout: HEADERS_MS, bodyTimeout: 0 });
+          oneShot.add(retry);
+          continue;
+        }
+        throw err;
+      } finally {
+        if (retry && upstream === retry) {
+          oneShot.delete(retry);
+          void retry.close().catch(() => {});
+        }
       }
     }
   }
 
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer(SERVER_OPTIONS, (req: IncomingMessage, res: ServerResponse) => {
+    const started = performance.now();
+    const method = req.method ?? 'GET';
     const path = req.url ?? '/';
-    const dataPlane = isDataPlane(path);
+    const refused = badTarget(req);
+    // One line per request; never the query (it may hold a ticket) nor any header.
+    res.once('close', () => {
+      const status = res.headersSent ? String(res.statusCode) : 'closed';
+      log(`front: ${method} ${refused ? '(not a path)' : path.split('?', 1)[0]} ${status} ${(performance.now() - started).toFixed(1)} ms`);
+    });
+    if (refused) return fail(req, res, refused);
     const cl = req.headers['content-length'];
     const hasBody = req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
     const headers = upstreamRequestHeaders(req, NOTHING);
-    headers.push('x-forwarded-host', req.headers.host ?? `${host}:${port}`, 'x-forwarded-proto', 'http');
-    const sent = dataPlane
-      ? toDataPlane(req, res, path, headers, hasBody)
-      : forward(handlers, req, res, { method: req.method ?? 'GET', path, headers, body: hasBody ? req : null });
-    sent.catch((err: unknown) => {
-      if (res.destroyed) return;
-      log(`front: ${req.method} ${path.split('?')[0]} to the ${dataPlane ? 'host agent' : 'handlers'} failed: ${(err as Error).message}`);
-      if (err instanceof UpstreamError) {
-        fail(res, new ServiceError('orchestrator_unavailable', `the ${dataPlane ? 'host agent' : 'handlers'} did not answer`));
-      } else {
-        fail(res, new ServiceError('internal', 'the local front failed'));
-      }
+    headers.push('x-forwarded-host', targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`, 'x-forwarded-proto', 'http');
+    send(req, res, method, path, headers, hasBody).catch((err: unknown) => {
+      if (res.destroyed || res.headersSent) return fail(req, res, new ServiceError('internal', 'cut short'));
+      const what = isDataPlane(path) ? 'host agent' : 'handlers';
+      log(`front: ${method} ${path.split('?', 1)[0]} to the ${what} failed: ${(err as Error).message}`);
+      if (err instanceof UpstreamError) fail(req, res, new ServiceError('orchestrator_unavailable', `the ${what} did not answer`));
+      else fail(req, res, new ServiceError('internal', 'the local front failed'));
     });
   });
+  answerClientErrors(server, log);
   server.keepAliveTimeout = 65_000;
   await listen(server, host, port, 'SVCD_PORT');
   const actual = (server.address() as AddressInfo).port;
@@ -157,7 +243,13 @@ export async function startFront(
     async close() {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
-      await Promise.all([closed, ...planes.map((p) => p.pool.destroy()), handlers.destroy()]);
+      await Promise.all([
+        closed,
+        ...planes.map((p) => p.pool.destroy()),
+        handlers.destroy(),
+        longLived.destroy(),
+        ...[...oneShot].map((c) => c.destroy()),
+      ]);
     },
   };
 }

@@ -1,0 +1,92 @@
+/**
+ * The front's connection handling against a raw upstream that misbehaves on purpose (real sockets,
+ * nothing mocked): a pooled connection reset under a request that had no body is retried once on a
+ * fresh connection, and only for idempotent methods; an answer given before the body was read is
+ * relayed although the upstream reset the upload (docs/dataplane.md "Refused bodies").
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFront, type Front } from './front-proxy.ts';
+
+let upstream: Server;
+let front: Front;
+const lines: string[] = [];
+let connections = 0;
+
+/**
+ * Answers the first request of each connection (kept alive), and resets the connection on the
+ * second. A request with a body is refused at once (413), and the connection closed with the body
+ * unread, as workerd does: the kernel resets it under the upload.
+ */
+function serve(socket: Socket): void {
+  connections++;
+  let seen = '';
+  let answered = 0;
+  socket.on('data', function onData(d: Buffer) {
+    seen += d.toString('latin1');
+    while (seen.includes('\r\n\r\n')) {
+      const head = seen.slice(0, seen.indexOf('\r\n\r\n'));
+      seen = seen.slice(seen.indexOf('\r\n\r\n') + 4);
+      if (/\r\ncontent-length: *[1-9]/i.test(head)) {
+        socket.off('data', onData);
+        const body = '{"error":{"code":"payload_too_large","message":"too big"}}';
+        socket.write(`HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`, () => socket.destroy());
+        return;
+      }
+      if (answered++ > 0) {
+        socket.resetAndDestroy();
+        return;
+      }
+      const path = head.split(' ')[1];
+      const body = JSON.stringify({ path, connection: connections });
+      socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    }
+  });
+  socket.on('error', () => {});
+}
+
+beforeAll(async () => {
+  upstream = createServer(serve);
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  front = await startFront({ handlers: url, dataplane: url }, { host: '127.0.0.1', port: 0, log: (l) => lines.push(l) });
+});
+afterAll(async () => {
+  await front?.close();
+  upstream?.close();
+});
+
+async function get(path: string, method = 'GET') {
+  const r = await fetch(`${front.url}${path}`, { method });
+  return { status: r.status, body: (await r.json()) as { path?: string; error?: { code: string } } };
+}
+
+describe('the front and a misbehaving upstream', () => {
+  it('a reset pooled connection is retried once on a fresh connection for a GET, never for a POST', async () => {
+    expect(await get('/v0/one')).toMatchObject({ status: 200, body: { path: '/v0/one' } });
+    // The pooled connection is reset under this one before any answer: a POST may have been
+    // applied, so it is not sent again.
+    expect(await get('/v0/two', 'POST')).toMatchObject({ status: 503, body: { error: { code: 'orchestrator_unavailable' } } });
+    expect(await get('/v0/three')).toMatchObject({ status: 200, body: { path: '/v0/three' } });
+    // Reset again under a GET: answered from a fresh connection.
+    expect(await get('/v0/four')).toMatchObject({ status: 200, body: { path: '/v0/four' } });
+    expect(await get('/v2/five')).toMatchObject({ status: 200, body: { path: '/v2/five' } });
+    expect(await get('/v2/six', 'DELETE')).toMatchObject({ status: 200, body: { path: '/v2/six' } });
+  });
+
+  it('an answer given before the body was read is relayed although the upload then failed', async () => {
+    const body = new Uint8Array(20 * 1024 * 1024);
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${front.url}/v0/upload`, { method: 'PUT', body });
+      expect(r.status).toBe(413);
+      expect(r.headers.get('connection')).toBe('close');
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('payload_too_large');
+    }
+  });
+
+  it('logs each request in one line', () => {
+    expect(lines).toContainEqual(expect.stringMatching(/^front: GET \/v0\/four 200 \d+\.\d ms$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^front: POST \/v0\/two 503 \d+\.\d ms$/));
+  });
+});
