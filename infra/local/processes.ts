@@ -147,3 +147,8 @@ function signal(pid: number, sig: NodeJS.Signals): void {
     // already gone
   }
 }
+
+/** Signals every member of the process group `leader` leads; nothing when the group is empty. */
+export function signalGroup(leader: number, sig: NodeJS.Signals): void {
+  signal(-leader, sig);
+}

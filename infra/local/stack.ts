@@ -26,7 +26,7 @@ import { getAgent } from '../../shared/db/agents.ts';
 import { startFront } from './front-proxy.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
 import { acquireStackLock, displayDir } from './lock.ts';
-import { groupMembers, killRecorded, waitGone } from './processes.ts';
+import { groupMembers, killRecorded, signalGroup, waitGone } from './processes.ts';
 
 import { NODE_BIN, REPO_ROOT } from './paths.ts';
 
@@ -180,20 +180,23 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   // Every process the stack spawned and that still runs. Each leads its own process group; the
   // members of those groups are recorded in the lock, for the next start to clear if this
   // supervisor dies in a way its children's pipes did not cover (a child killed with SIGKILL).
-  const tracked = new Set<ChildProcess>();
+  // Groups are kept after their leader exits: what the leader started (java under a killed tether)
+  // still carries the group id and must stay recorded.
+  const groups = new Set<number>();
   const record = () => {
     try {
-      lock.update({ children: groupMembers([...tracked].flatMap((c) => (c.pid ? [c.pid] : []))) });
+      lock.update({ children: groupMembers(groups) });
     } catch (err) {
       log(`stack: cannot record its processes in ${lock.file}: ${(err as Error).message}`);
     }
   };
   let stopping = false;
   const track = (child: ChildProcess, what: string, unexpected: boolean) => {
-    tracked.add(child);
+    if (child.pid) groups.add(child.pid);
     child.once('exit', (code, signal) => {
-      tracked.delete(child);
       if (stopping) return;
+      // What the child started in its group (java, workerd) must not outlive it.
+      if (child.pid) signalGroup(child.pid, 'SIGKILL');
       record();
       if (unexpected) log(`stack: ${what} exited (${exitOf(code, signal)}); stop the stack (Ctrl-C) and start it again`);
     });

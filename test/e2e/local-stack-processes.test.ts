@@ -220,10 +220,12 @@ describe('the local stack as a process tree', () => {
   }, 90_000);
 
   it('clears what a dead stack left running (recorded in its lock) before starting on its directory', async () => {
-    // The tether dies with the supervisor, so java never learns: only the record can find it.
+    // The tether dies with the supervisor, so java never learns: only the record can find it. The
+    // supervisor is frozen first, so it cannot see the tether go and clear its group itself.
     const tree = note(descendants(b.child.pid!));
     const tether = tree.find((p) => cmdline(p).includes('infra/local/tether.ts'))!;
     const java = tree.find((p) => cmdline(p).startsWith('java '))!;
+    b.child.kill('SIGSTOP');
     process.kill(tether, 'SIGKILL');
     b.child.kill('SIGKILL');
     expect(await survivors(tree.filter((p) => p !== java), 5_000)).toEqual([]);
@@ -247,6 +249,20 @@ describe('the local stack as a process tree', () => {
     process.kill(-b.child.pid!, 'SIGINT');
     expect(await b.exited).toBe(1);
     expect(b.output()).toContain('second SIGINT');
+    expect(await survivors(tree, 3_000)).toEqual([]);
+  }, 60_000);
+
+  it('clears what a child started when that child dies alone (workerd of a killed worker host)', async () => {
+    const c = await start(dirC, { SVCD_PORT: String(await freeBase()) });
+    const tree = note(descendants(c.child.pid!));
+    const host = tree.find((p) => cmdline(p).includes('infra/local/worker-host.ts'))!;
+    const workerd = tree.filter((p) => cmdline(p).includes('workerd'));
+    expect(workerd.length).toBeGreaterThan(0);
+    process.kill(host, 'SIGKILL');
+    expect(await survivors(workerd, 3_000)).toEqual([]);
+    await waitFor('the exit to be reported', () => /worker host \(miniflare\) exited \(signal SIGKILL\)/.test(c.output()));
+    c.child.kill('SIGTERM');
+    expect(await c.exited).toBe(0);
     expect(await survivors(tree, 3_000)).toEqual([]);
   }, 60_000);
 });
