@@ -52,9 +52,18 @@ export interface EngineEndpoints {
  */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE']);
 
-function neverConnected(err: UpstreamError): boolean {
+/**
+ * Methods whose request a client may repeat after a connection closed before any answer (RFC 9110
+ * §9.2.2): for these, "closed with no answer" by an engine that is gone equals "not running" — a
+ * request written onto a kept-alive connection whose engine had just died (its close not yet read)
+ * ends that way. Any other method's request may have been applied, so it stays 502.
+ */
+const RETRY_SAFE = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE', 'PUT']);
+
+function neverConnected(err: UpstreamError, method: string): boolean {
   const code = (err.cause as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && NOT_CONNECTED.has(code);
+  if (typeof code !== 'string') return false;
+  return NOT_CONNECTED.has(code) || (code === 'UND_ERR_SOCKET' && RETRY_SAFE.has(method));
 }
 
 /** Options of the listener. */
@@ -345,7 +354,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       if (res.destroyed) return; // the client went away: nobody to answer
       // An engine killed behind the agent's back refuses connections before its exit is noticed
       // (docs/dataplane.md): the tenant is not running, which is 409, not an upstream fault.
-      if (neverConnected(err) && (await endpoints.engineGone?.(projectId, target.engine))) {
+      if (neverConnected(err, req.method ?? 'GET') && (await endpoints.engineGone?.(projectId, target.engine))) {
         throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine (it exited): call POST /v0/projects/${projectId}/wakeup`);
       }
       log(`dataplane: request ${requestId} to the engine of ${projectId} failed: ${err.message}`);
