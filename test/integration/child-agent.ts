@@ -5,8 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO } from '../helpers/env.ts';
-import { waitFor } from './lifecycle-helpers.ts';
+import { buildDeps } from '../../handlers/deps.ts';
+import { createApp, type App } from '../../handlers/index.ts';
+import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
+import type { Db } from '../../shared/db/client.ts';
+import { REPO, tempDir, testDeployment } from '../helpers/env.ts';
+import { waitFor, type Api } from './lifecycle-helpers.ts';
 
 /** One agent process at a time over a fixed environment. */
 export class ChildAgent {
@@ -84,4 +88,68 @@ export function processesWith(...parts: string[]): number[] {
     }
   }
   return pids;
+}
+
+/** A deployment of the crash suites: a fresh table and root, one child agent, the handlers in process. */
+export interface ChildDeployment {
+  agent: ChildAgent;
+  app: App;
+  db: Db;
+  layout: Layout;
+  root: { dir: string; cleanup: () => void };
+  /** A signed-up account's session token. */
+  token: string;
+  /** The public API through `app` (a string body is sent as is, anything else as JSON). */
+  api: Api;
+  /** Stops the agent, kills whatever names the root (engines a crash left), removes the root. */
+  stop(): Promise<void>;
+}
+
+/** Starts a child-agent deployment whose settings are `overrides` over quick crash-suite defaults. */
+export async function startChildDeployment(
+  prefix: string,
+  overrides: Record<string, string> = {},
+  handlerLog: (line: string) => void = () => {},
+): Promise<ChildDeployment> {
+  const root = tempDir(prefix);
+  const { env, db } = await testDeployment({ SVCD_ROOT: root.dir, SVCD_HEARTBEAT_MS: '500', SVCD_ENGINE_STOP_TIMEOUT_MS: '3000', ...overrides });
+  const agent = new ChildAgent(env);
+  await agent.start();
+  const app = createApp(buildDeps(env, handlerLog));
+  const api: Api = {
+    request(method, path, init = {}) {
+      const headers: Record<string, string> = { ...(init.headers ?? {}) };
+      if (init.token) headers.authorization = `Bearer ${init.token}`;
+      let body: string | undefined;
+      if (typeof init.body === 'string') body = init.body;
+      else if (init.body !== undefined) {
+        body = JSON.stringify(init.body);
+        headers['content-type'] = 'application/json';
+      }
+      return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
+    },
+  };
+  const r = await api.request('POST', '/v0/signup', { body: {} });
+  const token = ((await r.json()) as { token: string }).token;
+  return {
+    agent,
+    app,
+    db,
+    layout: layoutOf(root.dir),
+    root,
+    token,
+    api,
+    async stop() {
+      await agent.stop();
+      // Nothing may outlive the suite: stop any engine a crash left without an agent.
+      for (const pid of processesWith(root.dir)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      root.cleanup();
+    },
+  };
 }

@@ -7,58 +7,26 @@
 import { existsSync, readdirSync, readFileSync, renameSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDeps } from '../../handlers/deps.ts';
-import { createApp, type App } from '../../handlers/index.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
-import { tempDir, testDeployment } from '../helpers/env.ts';
-import { ChildAgent } from './child-agent.ts';
+import { type Layout } from '../../host-agent/tenants/layout.ts';
+import { ChildAgent, startChildDeployment, type ChildDeployment } from './child-agent.ts';
 import { ENGINE, call, engineSql, pidAlive, sleep, wake, waitFor, type Api } from './lifecycle-helpers.ts';
 
+let d: ChildDeployment;
 let agent: ChildAgent;
-let app: App;
 let db: Db;
 let layout: Layout;
-let root: { dir: string; cleanup: () => void };
+let root: { dir: string };
 let token: string;
-const api: Api = {
-  request(method, path, init = {}) {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: string | undefined;
-    if (init.body !== undefined) {
-      body = JSON.stringify(init.body);
-      headers['content-type'] = 'application/json';
-    }
-    return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
-  },
-};
+const api: Api = { request: (...args) => d.api.request(...args) };
 
 beforeAll(async () => {
-  root = tempDir('svc-crash-');
-  const deployment = await testDeployment({ SVCD_ROOT: root.dir, SVCD_HEARTBEAT_MS: '500', SVCD_ENGINE_STOP_TIMEOUT_MS: '3000' });
-  db = deployment.db;
-  layout = layoutOf(root.dir);
-  agent = new ChildAgent(deployment.env);
-  await agent.start();
-  app = createApp(buildDeps(deployment.env, () => {}));
-  const r = await api.request('POST', '/v0/signup', { body: {} });
-  token = ((await r.json()) as { token: string }).token;
+  d = await startChildDeployment('svc-crash-');
+  ({ agent, db, layout, root, token } = d);
 });
 
-afterAll(async () => {
-  await agent?.stop();
-  // Nothing may outlive the suite: stop any engine a crash left without an agent.
-  for (const file of existsSync(layout.run) ? readdirSync(layout.run) : []) {
-    try {
-      process.kill(JSON.parse(readFileSync(join(layout.run, file), 'utf8')).pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  root?.cleanup();
-});
+afterAll(() => d?.stop());
 
 /** Engine processes (serve or one-shot) working in a project's tenant or snapshot directories. */
 function engineProcesses(projectId: string): number[] {

@@ -6,59 +6,26 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDeps } from '../../handlers/deps.ts';
-import { createApp, type App } from '../../handlers/index.ts';
-import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
+import { type Layout } from '../../host-agent/tenants/layout.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { tempDir, testDeployment } from '../helpers/env.ts';
-import { ChildAgent, processesWith } from './child-agent.ts';
+import { ChildAgent, startChildDeployment, type ChildDeployment } from './child-agent.ts';
 import { call, pidAlive, wake, waitFor, type Api } from './lifecycle-helpers.ts';
 
+let d: ChildDeployment;
 let agent: ChildAgent;
-let app: App;
 let db: Db;
 let layout: Layout;
-let root: { dir: string; cleanup: () => void };
 let token: string;
-
-const api: Api = {
-  request(method, path, init = {}) {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: string | undefined;
-    if (init.body !== undefined) {
-      body = JSON.stringify(init.body);
-      headers['content-type'] = 'application/json';
-    }
-    return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
-  },
-};
+const api: Api = { request: (...args) => d.api.request(...args) };
 
 beforeAll(async () => {
-  root = tempDir('svc-engine-killed-');
-  const deployment = await testDeployment({ SVCD_ROOT: root.dir, SVCD_HEARTBEAT_MS: '500', SVCD_ENGINE_STOP_TIMEOUT_MS: '3000' });
-  db = deployment.db;
-  layout = layoutOf(root.dir);
-  agent = new ChildAgent(deployment.env);
-  await agent.start();
-  app = createApp(buildDeps(deployment.env, () => {}));
-  const r = await api.request('POST', '/v0/signup', { body: {} });
-  token = ((await r.json()) as { token: string }).token;
+  d = await startChildDeployment('svc-engine-killed-');
+  ({ agent, db, layout, token } = d);
 });
 
-afterAll(async () => {
-  await agent?.stop();
-  for (const pid of processesWith(root.dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  root?.cleanup();
-});
+afterAll(() => d?.stop());
 
 /** A running project, a key for it, and the /v2 URL of its agent. */
 async function runningProject(): Promise<{ id: string; key: string; v2: string }> {

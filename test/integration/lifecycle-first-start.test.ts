@@ -10,69 +10,34 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDeps } from '../../handlers/deps.ts';
-import { createApp, type App } from '../../handlers/index.ts';
-import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
+import { type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { tempDir, testDeployment } from '../helpers/env.ts';
-import { ChildAgent, processesWith } from './child-agent.ts';
+import { tempDir } from '../helpers/env.ts';
+import { ChildAgent, processesWith, startChildDeployment, type ChildDeployment } from './child-agent.ts';
 import { ENGINE, call, engineSql, sleep, wake, waitFor, type Api } from './lifecycle-helpers.ts';
 
+let d: ChildDeployment;
 let agent: ChildAgent;
-let app: App;
 let db: Db;
 let layout: Layout;
-let root: { dir: string; cleanup: () => void };
 let bin: { dir: string; cleanup: () => void };
 let slowEngine: string;
 let token: string;
-
-const api: Api = {
-  request(method, path, init = {}) {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: string | undefined;
-    if (init.body !== undefined) {
-      body = JSON.stringify(init.body);
-      headers['content-type'] = 'application/json';
-    }
-    return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
-  },
-};
+const api: Api = { request: (...args) => d.api.request(...args) };
 
 beforeAll(async () => {
-  root = tempDir('svc-first-start-');
   bin = tempDir('svc-first-start-bin-');
   // The real engine, with `init` one second slower: time to SIGKILL the agent while it runs.
   slowEngine = join(bin.dir, 'slow-init-engine');
   writeFileSync(slowEngine, `#!/bin/sh\nif [ "$1" = init ]; then sleep 1; fi\nexec "${ENGINE}" "$@"\n`);
   chmodSync(slowEngine, 0o755);
-  const deployment = await testDeployment({
-    SVCD_ROOT: root.dir,
-    SVCD_ENGINE_BIN: slowEngine,
-    SVCD_HEARTBEAT_MS: '500',
-    SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
-  });
-  db = deployment.db;
-  layout = layoutOf(root.dir);
-  agent = new ChildAgent(deployment.env);
-  await agent.start();
-  app = createApp(buildDeps(deployment.env, () => {}));
-  const r = await api.request('POST', '/v0/signup', { body: {} });
-  token = ((await r.json()) as { token: string }).token;
+  d = await startChildDeployment('svc-first-start-', { SVCD_ENGINE_BIN: slowEngine });
+  ({ agent, db, layout, token } = d);
 });
 
 afterAll(async () => {
-  await agent?.stop();
-  for (const pid of processesWith(root.dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  root?.cleanup();
+  await d?.stop();
   bin?.cleanup();
 });
 

@@ -11,61 +11,28 @@
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDeps } from '../../handlers/deps.ts';
-import { createApp, type App } from '../../handlers/index.ts';
-import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
+import { type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { newSnapshotId } from '../../shared/db/snapshots.ts';
 import { getObject } from '../../shared/db/storage.ts';
-import { tempDir, testDeployment } from '../helpers/env.ts';
-import { ChildAgent, processesWith } from './child-agent.ts';
+import { ChildAgent, startChildDeployment, type ChildDeployment } from './child-agent.ts';
 import { call, sleep, wake, type Api } from './lifecycle-helpers.ts';
 
+let d: ChildDeployment;
 let agent: ChildAgent;
-let app: App;
 let db: Db;
 let layout: Layout;
-let root: { dir: string; cleanup: () => void };
+let root: { dir: string };
 let token: string;
 const handlerLog: string[] = [];
-
-const api: Api = {
-  request(method, path, init = {}) {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: string | undefined;
-    if (typeof init.body === 'string') body = init.body;
-    else if (init.body !== undefined) {
-      body = JSON.stringify(init.body);
-      headers['content-type'] = 'application/json';
-    }
-    return app.fetch(new Request(`http://svc.test${path}`, { method, headers, body }));
-  },
-};
+const api: Api = { request: (...args) => d.api.request(...args) };
 
 beforeAll(async () => {
-  root = tempDir('svc-leftovers-');
-  const deployment = await testDeployment({ SVCD_ROOT: root.dir, SVCD_HEARTBEAT_MS: '500', SVCD_ENGINE_STOP_TIMEOUT_MS: '3000' });
-  db = deployment.db;
-  layout = layoutOf(root.dir);
-  agent = new ChildAgent(deployment.env);
-  await agent.start();
-  app = createApp(buildDeps(deployment.env, (line) => handlerLog.push(line)));
-  const r = await api.request('POST', '/v0/signup', { body: {} });
-  token = ((await r.json()) as { token: string }).token;
+  d = await startChildDeployment('svc-leftovers-', {}, (line) => handlerLog.push(line));
+  ({ agent, db, layout, root, token } = d);
 });
 
-afterAll(async () => {
-  await agent?.stop();
-  for (const pid of processesWith(root.dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  root?.cleanup();
-});
+afterAll(() => d?.stop());
 
 async function newProject(): Promise<string> {
   const r = await call(api, 'POST', '/v0/projects', token, { name: 'leftovers' });
