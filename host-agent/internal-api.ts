@@ -8,7 +8,7 @@ import { parseBearer, verifyInternalToken } from '../shared/auth.ts';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
 import type { AgentContext } from './context.ts';
-import { json } from './http.ts';
+import { json } from '../shared/http/body.ts';
 
 /** Arguments every internal route receives after the request. */
 export type InternalRouter = RouterType<IRequest, [AgentContext]>;

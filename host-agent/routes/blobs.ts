@@ -16,7 +16,7 @@ import { newRequestId } from '../../shared/ids.ts';
 import { answerWhileDraining } from '../../shared/linger.ts';
 import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
 import type { AgentContext } from '../context.ts';
-import { json } from '../http.ts';
+import { json } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 
 const stores = new WeakMap<AgentContext, FsBlobStore>();

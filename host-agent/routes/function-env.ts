@@ -14,7 +14,7 @@ import { loadSealedSecrets, RESERVED_ENV_NAMES } from '../../shared/db/secrets.t
 import { projectIdSchema } from '../../shared/schemas.ts';
 import { openSecret } from '../../shared/secrets-crypto.ts';
 import type { AgentContext } from '../context.ts';
-import { pathParam, readJson } from '../http.ts';
+import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 
 /** Function names (not in the contract; ours): a letter, then letters, digits, `_` or `-`, at most 64. */

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { projectIdSchema } from '../../shared/schemas.ts';
-import { json, pathParam, readJson } from '../http.ts';
+import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 
 const keyIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'must match ^[0-9a-f]{32}$');

@@ -12,7 +12,7 @@
  */
 import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from '../../shared/lifecycle.ts';
 import { projectIdSchema } from '../../shared/schemas.ts';
-import { json, pathParam, readJson } from '../http.ts';
+import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 
 type Routed = Request & { params: Record<string, string> };

@@ -17,7 +17,7 @@ import { newRequestId } from '../../shared/ids.ts';
 import { publishRequestSchema, SSE_HEADERS, subscribeChannels } from '../../shared/realtime.ts';
 import { projectIdSchema } from '../../shared/schemas.ts';
 import type { AgentContext } from '../context.ts';
-import { pathParam, readJson } from '../http.ts';
+import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import type { FrameSink } from '../realtime/hub.ts';
 
