@@ -4,7 +4,7 @@
  * `/v2`) here, since function gateways cap body sizes and cannot hold event streams (docs/deploy.md).
  */
 import { ConfigError } from '../shared/config.ts';
-import { serveFetch } from '../shared/node-http.ts';
+import { serveFetch } from '../shared/http/node-http.ts';
 import { buildDeps } from './deps.ts';
 import { createApp } from './index.ts';
 

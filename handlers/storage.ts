@@ -34,7 +34,7 @@ import {
   type ObjectRecord,
 } from '../shared/db/storage.ts';
 import { ServiceError, errorResponse, errors } from '../shared/errors.ts';
-import { answerWhileDraining } from '../shared/linger.ts';
+import { answerWhileDraining } from '../shared/http/linger.ts';
 import { newId } from '../shared/ids.ts';
 import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { parseOr400 } from '../shared/validation.ts';
@@ -598,7 +598,7 @@ function earlyStore(ctx: Ctx, projectId: string, backend: BlobBackend): { store:
 
 /**
  * Answers `err` to a request whose body is still unread, reading and discarding the body meanwhile
- * (shared/linger.ts).
+ * (shared/http/linger.ts).
  */
 function refuseUnread(request: Request, ctx: Ctx, err: unknown): Response {
   return answerWhileDraining(errorResponse(err, ctx.requestId, ctx.deps.log), request.body);

@@ -9,7 +9,7 @@ import { createDb, type Db } from '../shared/db/client.ts';
 import { getAgent, heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
 import { getProject } from '../shared/db/projects.ts';
 import { lookupKey } from '../shared/db/keys.ts';
-import { serveFetch, type Served } from '../shared/node-http.ts';
+import { serveFetch, type Served } from '../shared/http/node-http.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import type { AgentContext } from './context.ts';

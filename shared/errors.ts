@@ -75,7 +75,7 @@ export function errorResponse(
     err = new ServiceError('internal', `internal error (request ${requestId})`);
   }
   // The length is declared so that an answer given before a request body was read is complete
-  // as soon as its bytes are out, even while the body is still being drained (shared/linger.ts).
+  // as soon as its bytes are out, even while the body is still being drained (shared/http/linger.ts).
   const body = new TextEncoder().encode(JSON.stringify(envelopeOf(err)));
   const headers = new Headers({
     'content-type': 'application/json; charset=utf-8',

@@ -26,8 +26,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { ServiceError, WWW_AUTHENTICATE, envelopeOf, errors } from '../../shared/errors.ts';
-import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS } from '../../shared/node-http.ts';
-import { forward, HOP_BY_HOP, UpstreamError } from './forward.ts';
+import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
+import { forward, UpstreamError } from '../../shared/http/forward.ts';
+import { connectionTokens, HOP_BY_HOP, isHopByHop } from '../../shared/http/hop-by-hop.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { Peer, Peers } from './peers.ts';
 import { Upstreams, type EngineEndpoint } from './upstreams.ts';
@@ -152,7 +153,7 @@ interface Scanned {
  */
 function scan(raw: string[]): Scanned {
   const out: Scanned = { authorization: [], projectRefs: [], contentLength: undefined, chunked: false, forwardedBy: [], forwarded: [] };
-  let listed: string[] | null = null;
+  let connection: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
@@ -170,10 +171,7 @@ function scan(raw: string[]): Scanned {
         out.chunked = true;
         continue;
       case 'connection':
-        for (const t of value.split(',')) {
-          const token = t.trim().toLowerCase();
-          if (token) (listed ??= []).push(token);
-        }
+        (connection ??= []).push(value);
         continue;
       case FORWARDED_BY:
         out.forwardedBy.push(value);
@@ -184,11 +182,12 @@ function scan(raw: string[]): Scanned {
     }
     if (!HOP_BY_HOP.has(name)) out.forwarded.push(raw[i]!, value);
   }
+  const listed = connectionTokens(connection);
   if (listed) {
-    // Names listed in Connection are hop-by-hop too (RFC 9110 §7.6.1); the credential is never one.
+    // Names listed in Connection are hop-by-hop too; the credential is never one.
     const kept: string[] = [];
     for (let i = 0; i < out.forwarded.length; i += 2) {
-      if (!listed.includes(out.forwarded[i]!.toLowerCase())) kept.push(out.forwarded[i]!, out.forwarded[i + 1]!);
+      if (!isHopByHop(out.forwarded[i]!.toLowerCase(), listed)) kept.push(out.forwarded[i]!, out.forwarded[i + 1]!);
     }
     out.forwarded = kept;
   }
@@ -370,7 +369,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       fail(req, res, id, new ServiceError('internal', `internal error (request ${id})`));
     });
   };
-  // Absolute-form targets arrive as paths (shared/node-http.ts ServiceRequest).
+  // Absolute-form targets arrive as paths (shared/http/node-http.ts ServiceRequest).
   const server = createServer(SERVER_OPTIONS, (req, res) => onRequest(req, res, false));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
   answerClientErrors(server);

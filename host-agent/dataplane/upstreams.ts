@@ -3,8 +3,8 @@
  * replaced when the project's engine moves to another address and dropped when the engine exits,
  * so no connection outlives the engine it was made to.
  */
-import type { Socket } from 'node:net';
-import { buildConnector, Pool } from 'undici';
+import { Pool } from 'undici';
+import { keepAnswersConnect } from '../../shared/http/forward.ts';
 
 /** Where a running engine listens (host-agent/tenants liveEndpoint). */
 export interface EngineEndpoint {
@@ -77,61 +77,5 @@ export class Upstreams {
     const all = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(all.map((p) => p.pool.destroy().catch(() => {})));
-  }
-}
-
-/** Write errors that mean the peer reset the connection: what it sent before is still readable. */
-const PEER_GONE = new Set(['EPIPE', 'ECONNRESET']);
-
-/** How long a connection whose write failed is kept for its read side to report, at most. */
-const HELD_MS = 30_000;
-
-/**
- * undici's connector (connect timeout `timeoutMs`) whose connections keep reading after a write
- * failed because the peer reset the connection. A server that answers before reading the whole
- * body and then closes (workerd always does; the 413 of a `/v2` listener or an engine) resets a
- * connection we are still writing to, but its answer has arrived first; node's socket would
- * destroy itself on the write error and throw that answer away unread, and the request would fail
- * as if the server had not answered (docs/dataplane.md "Refused bodies"). Here the failed write
- * simply never completes: nothing more is written, undici reads the answer and finishes the
- * request with it (then drops the connection, as it was still writing), or fails it when the read
- * side ends without one.
- */
-export function keepAnswersConnect(timeoutMs: number): buildConnector.connector {
-  const base = buildConnector({ timeout: timeoutMs });
-  return (options, callback) =>
-    base(options, (err, socket) => {
-      if (socket) keepReadingAfterWriteFailure(socket as Socket);
-      callback(err as never, socket as never);
-    });
-}
-
-/** Intercepts `socket`'s write completions (one write is in flight at a time: no allocation per write). */
-function keepReadingAfterWriteFailure(socket: Socket): void {
-  const write = socket._write;
-  const writev = socket._writev;
-  let pending: ((err?: Error | null) => void) | null = null;
-  const settled = (err?: Error | null) => {
-    const cb = pending!;
-    pending = null;
-    if (err && PEER_GONE.has((err as NodeJS.ErrnoException).code ?? '')) {
-      // Left pending: the writer waits for a drain that never comes. The read side reports what
-      // the peer sent and how it ended; the socket goes then, or after HELD_MS at the latest.
-      const timer = setTimeout(() => socket.destroy(err), HELD_MS);
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
-      return;
-    }
-    cb(err);
-  };
-  socket._write = function (this: Socket, chunk, encoding, cb) {
-    pending = cb;
-    write.call(this, chunk, encoding, settled);
-  };
-  if (writev) {
-    socket._writev = function (this: Socket, chunks, cb) {
-      pending = cb;
-      writev.call(this, chunks, settled);
-    };
   }
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
-import { answerWhileDraining } from '../../shared/linger.ts';
+import { answerWhileDraining } from '../../shared/http/linger.ts';
 import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
 import type { AgentContext } from '../context.ts';
 import { json } from '../../shared/http/body.ts';
@@ -48,7 +48,7 @@ export function register(router: InternalRouter): void {
     const length = intHeader(request, INTERNAL_BLOB_HEADERS.length, false);
     const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
     try {
-      // The body comes from this agent's HTTP server (shared/node-http.ts), whose chunks are fresh
+      // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are fresh
       // copies nobody else holds: the store may release each once it has copied it.
       const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
       return json(written, 201);

@@ -1,7 +1,7 @@
 /**
  * The local stack's one origin (docs/dataplane.md "One base URL (local stack)"): a small node:http
  * front on SVCD_HOST:SVCD_PORT that sends `/v2` and `/v2/...` to the host agent's `/v2` listener and
- * everything else to the handlers in miniflare, streaming both ways (host-agent/dataplane/forward.ts).
+ * everything else to the handlers in miniflare, streaming both ways (shared/http/forward.ts).
  * It judges nothing itself: authentication, limits and errors are the agent's and the handlers'.
  * What it does own is connection handling (docs/dataplane.md "Refused bodies"):
  *
@@ -33,9 +33,8 @@ import type { AddressInfo } from 'node:net';
 import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError, WWW_AUTHENTICATE, envelopeOf } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
-import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/node-http.ts';
-import { forward, upstreamRequestHeaders, UpstreamError } from '../../host-agent/dataplane/forward.ts';
-import { keepAnswersConnect } from '../../host-agent/dataplane/upstreams.ts';
+import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
+import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
 
 /** Where the front sends requests. */
 export interface FrontTargets {

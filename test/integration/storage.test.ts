@@ -14,7 +14,7 @@ import { createApp } from '../../handlers/index.ts';
 import { createS3Client } from '../../shared/blobs/s3.ts';
 import { loadSettings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
-import { serveFetch, type Served } from '../../shared/node-http.ts';
+import { serveFetch, type Served } from '../../shared/http/node-http.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 import { S3_TEST_BUCKET, s3TestSettings } from '../setup/s3rver.ts';
 import { patternBytes, webStreamOf } from '../helpers/bytes.ts';

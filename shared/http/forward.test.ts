@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { keepAnswersConnect } from './upstreams.ts';
+import { keepAnswersConnect } from './forward.ts';
 
 describe('keepAnswersConnect', () => {
   it('still fails a request the server reset without answering', async () => {

@@ -12,8 +12,8 @@ import { createServer, IncomingMessage, type Server, type ServerResponse } from 
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ServiceError, envelopeOf, errorResponse } from './errors.ts';
-import { newRequestId } from './ids.ts';
+import { ServiceError, envelopeOf, errorResponse } from '../errors.ts';
+import { newRequestId } from '../ids.ts';
 
 /** A running server and how to stop it. */
 export interface Served {

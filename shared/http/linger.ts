@@ -3,7 +3,7 @@
  * closes a connection with request bytes unread resets it, and the client can lose the answer with
  * it. workerd does not linger at all, so a handler that refuses early keeps reading the body itself
  * while its answer goes out. Used by the handlers' storage routes and by the host agent's blob
- * routes; the node:http listeners also linger at the connection level (shared/node-http.ts).
+ * routes; the node:http listeners also linger at the connection level (shared/http/node-http.ts).
  */
 
 /** How long a refused body is read and discarded so that its answer arrives. */

@@ -1,39 +1,15 @@
 /**
- * Streaming HTTP forwarding over undici (STYLE "Processes and streams"): the request body is piped
- * to the upstream and the answer piped back, both with backpressure and never buffered; hop-by-hop
- * headers are stripped both ways (RFC 9110 §7.6.1); a client that goes away aborts the upstream
- * request. Used by the `/v2` listener and by the local stack's front proxy.
+ * Streaming HTTP forwarding over undici (docs/dataplane.md): the request body is piped to the
+ * upstream and the answer piped back, both with backpressure and never buffered; hop-by-hop headers
+ * are stripped both ways (./hop-by-hop.ts); a client that goes away aborts the upstream request.
+ * Used by the `/v2` listener and by the local stack's front proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { Dispatcher } from 'undici';
-import { closeAfterAnswer } from '../../shared/node-http.ts';
-
-/** Headers that describe one connection, never the message (RFC 9110 §7.6.1, plus legacy ones). */
-export const HOP_BY_HOP = new Set([
-  'connection',
-  'proxy-connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-/** Names listed in a `Connection` header, which are hop-by-hop too. */
-function connectionTokens(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
-  const out = new Set<string>();
-  for (const v of Array.isArray(value) ? value : [value]) {
-    for (const t of v.split(',')) {
-      const name = t.trim().toLowerCase();
-      if (name) out.add(name);
-    }
-  }
-  return out;
-}
+import { buildConnector, type Dispatcher } from 'undici';
+import { connectionTokens, isHopByHop } from './hop-by-hop.ts';
+import { closeAfterAnswer } from './node-http.ts';
 
 /**
  * The request headers to send upstream, as undici's flat `[name, value, ...]` array built from the
@@ -46,7 +22,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, drop: ReadonlySet<s
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(name) || name === 'host' || name === 'expect' || drop.has(name) || listed?.has(name)) continue;
+    if (isHopByHop(name, listed) || name === 'host' || name === 'expect' || drop.has(name)) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
   return out;
@@ -85,7 +61,7 @@ function answerHeaders(headers: IncomingHttpHeaders, extra: readonly string[] | 
   const out: string[] = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    if (value === undefined || isHopByHop(name, listed)) continue;
     if (typeof value === 'string') out.push(name, value);
     else for (const v of value) out.push(name, v);
   }
@@ -144,7 +120,7 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
             return;
           }
           // An answer before the whole body arrived (a refusal): the rest of the body may never be
-          // read, so the client's connection is closed after it (shared/node-http.ts).
+          // read, so the client's connection is closed after it (shared/http/node-http.ts).
           if (!req.complete) closeAfterAnswer(req, res);
           res.writeHead(statusCode, answerHeaders(headers, f.extraResponseHeaders));
           started = true;
@@ -181,4 +157,60 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
       },
     );
   });
+}
+
+/** Write errors that mean the peer reset the connection: what it sent before is still readable. */
+const PEER_GONE = new Set(['EPIPE', 'ECONNRESET']);
+
+/** How long a connection whose write failed is kept for its read side to report, at most. */
+const HELD_MS = 30_000;
+
+/**
+ * undici's connector (connect timeout `timeoutMs`) whose connections keep reading after a write
+ * failed because the peer reset the connection. A server that answers before reading the whole
+ * body and then closes (workerd always does; the 413 of a `/v2` listener or an engine) resets a
+ * connection we are still writing to, but its answer has arrived first; node's socket would
+ * destroy itself on the write error and throw that answer away unread, and the request would fail
+ * as if the server had not answered (docs/dataplane.md "Refused bodies"). Here the failed write
+ * simply never completes: nothing more is written, undici reads the answer and finishes the
+ * request with it (then drops the connection, as it was still writing), or fails it when the read
+ * side ends without one.
+ */
+export function keepAnswersConnect(timeoutMs: number): buildConnector.connector {
+  const base = buildConnector({ timeout: timeoutMs });
+  return (options, callback) =>
+    base(options, (err, socket) => {
+      if (socket) keepReadingAfterWriteFailure(socket as Socket);
+      callback(err as never, socket as never);
+    });
+}
+
+/** Intercepts `socket`'s write completions (one write is in flight at a time: no allocation per write). */
+function keepReadingAfterWriteFailure(socket: Socket): void {
+  const write = socket._write;
+  const writev = socket._writev;
+  let pending: ((err?: Error | null) => void) | null = null;
+  const settled = (err?: Error | null) => {
+    const cb = pending!;
+    pending = null;
+    if (err && PEER_GONE.has((err as NodeJS.ErrnoException).code ?? '')) {
+      // Left pending: the writer waits for a drain that never comes. The read side reports what
+      // the peer sent and how it ended; the socket goes then, or after HELD_MS at the latest.
+      const timer = setTimeout(() => socket.destroy(err), HELD_MS);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+      return;
+    }
+    cb(err);
+  };
+  socket._write = function (this: Socket, chunk, encoding, cb) {
+    pending = cb;
+    write.call(this, chunk, encoding, settled);
+  };
+  if (writev) {
+    socket._writev = function (this: Socket, chunks, cb) {
+      pending = cb;
+      writev.call(this, chunks, settled);
+    };
+  }
 }
