@@ -1,14 +1,14 @@
 /**
- * What every handler receives: `deps`, built once per isolate from validated settings (STYLE: no
- * module reads env or opens a client at import time), and the per-request context.
+ * What every handler receives: `deps`, built once per isolate from validated settings (no module
+ * reads env or opens a client at import time), and the per-request context.
  */
 import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
 import type { CursorSeal } from '../shared/cursors.ts';
-import type { AgentRecord } from '../shared/db/agents.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
+import type { PlacementCache } from './domain/placement-cache.ts';
 
 /** Dependencies of the handlers. */
 export interface Deps {
@@ -19,16 +19,11 @@ export interface Deps {
   secrets: KeyRing | null;
   /** Seals and opens list cursors (shared/cursors.ts). */
   cursors: CursorSeal;
-  /** Placement hints of this isolate, project id → agent id (handlers/placement.ts). */
-  placements: Map<string, string>;
-  /** Agent records this isolate read lately, by agent id, with when (handlers/placement.ts). */
-  agentRecords: Map<string, { record: AgentRecord; readAt: number }>;
   /**
-   * Owners of the projects this isolate has served on the storage byte routes, project id → account
-   * id: a hint that lets the caller's PUT start writing its blob beside the catalog reads
-   * (handlers/storage.ts). Never a substitute for the ownership check.
+   * Hints of this isolate: where projects are placed, agent records read lately, who owns a project
+   * (handlers/domain/placement-cache.ts). Never a substitute for a check.
    */
-  owners: Map<string, string>;
+  placement: PlacementCache;
   /** Server-side log; never receives secrets. */
   log: (line: string) => void;
   now: () => number;

@@ -5,10 +5,12 @@ import { loadSettings } from '../shared/config.ts';
 import { createDb } from '../shared/db/client.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import type { Deps } from './context.ts';
+import { PlacementCache } from './domain/placement-cache.ts';
 
 /** Validates settings and opens the clients. Throws ConfigError naming a bad setting. */
 export function buildDeps(env: Record<string, unknown>, log: (line: string) => void = (l) => console.error(l)): Deps {
   const settings = loadSettings(env);
+  const now = () => Date.now();
   return {
     settings,
     db: createDb(settings),
@@ -16,10 +18,8 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     // Parsed here so a bad key ring fails the start, not the first secret PUT.
     secrets: parseKeyRing(settings),
     cursors: cursorSeal(settings.SVCD_SESSION_SECRET),
-    placements: new Map(),
-    agentRecords: new Map(),
-    owners: new Map(),
+    placement: new PlacementCache({ now }),
     log,
-    now: () => Date.now(),
+    now,
   };
 }

@@ -12,7 +12,7 @@ import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Routes } from './context.ts';
 import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor } from './placement.ts';
+import { agentFor } from './domain/placement.ts';
 
 /** A key id: 32 lowercase hex (contract "Project key"). */
 export const keyIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'must match ^[0-9a-f]{32}$');
@@ -65,7 +65,7 @@ export function register(router: Routes): void {
     // Then the agent's warm cache, before answering; also on a repeated DELETE, so a retry after a
     // failed invalidation (503 below) completes it. Only the owning agent judges revocation: other
     // agents forward the key to it (docs/dataplane.md "Several agents"), so telling it is enough.
-    const agent = await agentFor(ctx, project);
+    const agent = await agentFor(ctx.deps, project);
     await ctx.deps.agents.json<KeyInvalidated>(agent, 'POST', `/internal/v1/keys/${keyId}/invalidate`, {
       body: { project_id: project.id },
       requestId: ctx.requestId,

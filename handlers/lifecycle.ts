@@ -14,7 +14,7 @@ import { pageQuerySchema, projectIdSchema } from '../shared/schemas.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor, prefetchAgent, type AgentPrefetch } from './placement.ts';
+import { agentFor, prefetchAgent, type AgentPrefetch } from './domain/placement.ts';
 
 function recordedOf(project: ProjectRecord): RecordedState {
   return { state: project.state, updated_at: project.updated_at };
@@ -31,14 +31,14 @@ async function ownedProjectForAgent(
 ): Promise<{ project: ProjectRecord; prefetched: AgentPrefetch | undefined }> {
   const accountId = await requireSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
-  const prefetched = prefetchAgent(ctx, projectId);
+  const prefetched = prefetchAgent(ctx.deps, projectId);
   const project = await getOwnedProject(ctx.deps.db, projectId, accountId);
   return { project, prefetched };
 }
 
 /** Calls the project's agent on one of its internal lifecycle routes. */
 async function callAgent<T>(ctx: Ctx, project: ProjectRecord, op: string, body: Record<string, unknown> = {}, prefetched?: AgentPrefetch): Promise<T> {
-  const agent = await agentFor(ctx, project, prefetched);
+  const agent = await agentFor(ctx.deps, project, prefetched);
   return ctx.deps.agents.json<T>(agent, 'POST', `/internal/v1/projects/${project.id}/${op}`, {
     body: { recorded: recordedOf(project), ...body },
     requestId: ctx.requestId,

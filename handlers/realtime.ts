@@ -16,7 +16,7 @@ import { projectIdSchema } from '../shared/schemas.ts';
 import { requireOwnedProject } from './auth.ts';
 import type { Ctx } from './context.ts';
 import { noBody, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor } from './placement.ts';
+import { agentFor } from './domain/placement.ts';
 
 type Routed = Request & { params: Record<string, string> };
 
@@ -26,7 +26,7 @@ export function register(router: RouterType<Request, [Ctx]>): void {
     const { project } = await requireOwnedProject(request as Routed, ctx);
     const body = await readJson(request, publishRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
     payloadJson(body.payload); // 413 here already, before any agent is involved
-    const agent = await agentFor(ctx, project);
+    const agent = await agentFor(ctx.deps, project);
     // The agent answers the delivered event as JSON text; it is passed on byte for byte.
     const upstream = await ctx.deps.agents.fetch(agent, 'POST', `/internal/v1/projects/${project.id}/realtime/publish`, {
       body: { channel: body.channel, event: body.event, payload: body.payload ?? null },
@@ -42,7 +42,7 @@ export function register(router: RouterType<Request, [Ctx]>): void {
     const query = new URLSearchParams();
     for (const channel of subscriptionChannels(channels)) query.append('channel', channel);
     if (keyId) query.set('key_id', keyId);
-    const agent = await agentFor(ctx, project);
+    const agent = await agentFor(ctx.deps, project);
     const upstream = await ctx.deps.agents.fetch(agent, 'GET', `/internal/v1/projects/${project.id}/realtime/subscribe?${query}`, {
       requestId: ctx.requestId,
       signal: request.signal,

@@ -42,7 +42,7 @@ import { nowIso } from '../shared/time.ts';
 import { requireOwnedProject, requireSession } from './auth.ts';
 import type { Ctx, Routes } from './context.ts';
 import { json, listPage, noBody, noInput, noQuery, pathParam, queryOf, readJson } from './http.ts';
-import { agentFor, forgetAgent, rememberedAgent } from './placement.ts';
+import { agentFor, rememberedAgent } from './domain/placement.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs (contract "Bucket record", "Object catalog row", "Limits")
@@ -121,13 +121,13 @@ function bucketView(b: BucketRecord) {
 /** The store holding a row's bytes: `s3` from settings, `fs` on the project's host agent. */
 async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend): Promise<BlobStore> {
   if (backend === 's3') return s3BlobStore(ctx.deps.settings);
-  // A record of the agent read in the last seconds will do (handlers/placement.ts): the byte
+  // A record of the agent read in the last seconds will do (handlers/domain/placement.ts): the byte
   // routes then make one DynamoDB round trip less.
   const agent = await storageAgent(ctx, project, true);
   let unreachable = false;
   const first = agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => {
     unreachable = true;
-    forgetAgent(ctx, agent.agent_id);
+    ctx.deps.placement.forgetAgent(agent.agent_id);
   });
   // When the agent could not be reached, read its record again before answering: if it now
   // registers another address, try that once. Not for a PUT: its body may be partly sent already.
@@ -139,10 +139,10 @@ async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend):
       const fresh = await storageAgent(ctx, project, false);
       if (fresh.internal_url === agent.internal_url) {
         // Still registered where it did not answer: remember nothing of it.
-        forgetAgent(ctx, agent.agent_id);
+        ctx.deps.placement.forgetAgent(agent.agent_id);
         throw err;
       }
-      return call(agentBlobStore(ctx.deps.agents, fresh, ctx.requestId, () => forgetAgent(ctx, fresh.agent_id)));
+      return call(agentBlobStore(ctx.deps.agents, fresh, ctx.requestId, () => ctx.deps.placement.forgetAgent(fresh.agent_id)));
     }
   };
   return {
@@ -156,7 +156,7 @@ async function storeFor(ctx: Ctx, project: ProjectRecord, backend: BlobBackend):
 /** The project's live agent as the `fs` store: its absence is the storage upstream's (contract error list). */
 async function storageAgent(ctx: Ctx, project: ProjectRecord, reuse: boolean) {
   try {
-    return await agentFor(ctx, project, undefined, { reuse });
+    return await agentFor(ctx.deps, project, undefined, { reuse });
   } catch (err) {
     if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') throw errors.upstream(err.message);
     throw err;
@@ -214,16 +214,9 @@ async function ownedWith(
   const read = await getProjectBucketObject(ctx.deps.db, projectId, bucket, key);
   // As getOwnedProject: anything but the caller's own project is 404, never a hint that it exists.
   if (!read.project || read.project.owner !== accountId) throw errors.notFound(`project ${projectId} not found`);
-  const owners = ctx.deps.owners;
-  if (owners.get(projectId) !== accountId) {
-    if (owners.size >= OWNERS_MAX) owners.clear();
-    owners.set(projectId, accountId);
-  }
+  ctx.deps.placement.rememberOwner(projectId, accountId);
   return { project: read.project, bucket: read.bucket, object: read.object };
 }
-
-/** Bound on the remembered project owners (deps.owners); forgotten wholesale when full. */
-const OWNERS_MAX = 10_000;
 
 async function requireBucket(ctx: Ctx, projectId: string, bucket: string): Promise<BucketRecord> {
   const b = await getBucket(ctx.deps.db, projectId, bucket);
@@ -445,12 +438,7 @@ export function register(router: Routes): void {
       });
       if (noneMatch(request.headers.get('if-none-match'), row.etag)) return new Response(null, { status: 304, headers });
       const range = resolveRange(request.headers.get('range'), row.size);
-      if (range === 'unsatisfiable') {
-        headers.set('content-range', `bytes */${row.size}`);
-        headers.set('content-type', 'application/json; charset=utf-8');
-        const message = `range not satisfiable: the object has ${row.size} bytes`;
-        return new Response(JSON.stringify({ error: { code: 'invalid_request', message } }), { status: 416, headers });
-      }
+      if (range === 'unsatisfiable') throw errors.rangeNotSatisfiable(row.size, Object.fromEntries(headers));
       const status = range ? 206 : 200;
       if (range) headers.set('content-range', `bytes ${range.start}-${range.end}/${row.size}`);
       if (!withBody) {
@@ -554,7 +542,7 @@ async function preparePut(request: IRequest, ctx: Ctx) {
   const backend = settings.SVCD_BLOB_BACKEND;
   const reads = ownedWith(ctx, accountId, projectId, bucket, key);
 
-  const early = ctx.deps.owners.get(projectId) === accountId ? earlyStore(ctx, projectId, backend) : null;
+  const early = ctx.deps.placement.ownerOf(projectId) === accountId ? earlyStore(ctx, projectId, backend) : null;
   if (!early) {
     const { project, bucket: bucketRecord, object: current } = await reads;
     if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
@@ -587,13 +575,13 @@ async function preparePut(request: IRequest, ctx: Ctx) {
 
 /**
  * The store a PUT for `projectId` can write to before the project is read: `s3` always, `fs` when
- * this isolate remembers the project's live agent (handlers/placement.ts), else null.
+ * this isolate remembers the project's live agent (handlers/domain/placement.ts), else null.
  */
 function earlyStore(ctx: Ctx, projectId: string, backend: BlobBackend): { store: BlobStore; agentId: string | null } | null {
   if (backend === 's3') return { store: s3BlobStore(ctx.deps.settings), agentId: null };
-  const agent = rememberedAgent(ctx, projectId);
+  const agent = rememberedAgent(ctx.deps, projectId);
   if (!agent) return null;
-  return { store: agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => forgetAgent(ctx, agent.agent_id)), agentId: agent.agent_id };
+  return { store: agentBlobStore(ctx.deps.agents, agent, ctx.requestId, () => ctx.deps.placement.forgetAgent(agent.agent_id)), agentId: agent.agent_id };
 }
 
 /**

@@ -3,7 +3,7 @@
  * does not own (docs/dataplane.md "Several agents"): each peer's registration (its `dataplane_url`
  * and heartbeat) and one undici Pool per peer listener.
  *
- * Liveness is judged as handlers/placement.ts agentFor judges it: a heartbeat within
+ * Liveness is judged as handlers/domain/placement.ts agentFor judges it: a heartbeat within
  * `SVCD_AGENT_STALE_MS`. A copy of a registration can only err on the side of "stale", never
  * "live" (`heartbeat_at` only grows), so a copy that looks live is used as it is and re-read in the
  * background once it is older than `refreshMs`; a copy that looks stale is re-read before the

@@ -1,5 +1,5 @@
 /**
- * The `fs` store's host agent as the byte routes find it (handlers/placement.ts): a record read in the
+ * The `fs` store's host agent as the byte routes find it (handlers/domain/placement.ts): a record read in the
  * last seconds stands in for a fresh read, but never makes a dead or stale agent look live, and one
  * that does not answer is read again before the request is answered. Real DynamoDB Local and a real
  * host agent; the agent's heartbeat is set far apart so the tests decide its `heartbeat_at`, and each
@@ -9,7 +9,8 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp, type App } from '../../handlers/index.ts';
-import { AGENT_RECORD_REUSE_MS } from '../../handlers/placement.ts';
+import { AGENT_RECORD_REUSE_MS } from '../../handlers/domain/placement.ts';
+import { PlacementCache } from '../../handlers/domain/placement-cache.ts';
 import { getAgent, heartbeatAgent, registerAgent, type AgentRecord } from '../../shared/db/agents.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 import { patternBytes } from '../helpers/bytes.ts';
@@ -48,7 +49,8 @@ async function reregister(internalUrl: string, heartbeatAt: number): Promise<voi
 /** An app of its own with a clock the test moves. */
 function appWithClock(at: number): { app: App; clock: { at: number }; deps: ReturnType<typeof buildDeps>; get: (key: string) => Promise<Response>; put: (key: string, bytes: Uint8Array<ArrayBuffer>) => Promise<Response> } {
   const clock = { at };
-  const deps = { ...buildDeps(svc.env, () => {}), now: () => clock.at };
+  const now = () => clock.at;
+  const deps = { ...buildDeps(svc.env, () => {}), now, placement: new PlacementCache({ now }) };
   const app = createApp(deps);
   const send = (method: string, key: string, body?: Uint8Array<ArrayBuffer>) =>
     app.fetch(new Request(`http://svc.test${objectUrl(key)}`, { method, headers: { authorization: `Bearer ${token}` }, body }));
@@ -91,14 +93,14 @@ describe('the agent of the fs store', () => {
     await reregister(svc.agent.internalUrl, Date.now());
     const { get, clock, deps } = appWithClock(Date.now());
     expect((await get('a')).status).toBe(200);
-    const first = deps.agentRecords.get(agentId)!;
-    expect(first.record.internal_url).toBe(svc.agent.internalUrl);
+    const first = deps.placement.agentRecord(agentId, Infinity)!;
+    expect(first.internal_url).toBe(svc.agent.internalUrl);
     clock.at += AGENT_RECORD_REUSE_MS;
     expect((await get('a')).status).toBe(200);
-    expect(deps.agentRecords.get(agentId)).toBe(first);
+    expect(deps.placement.agentRecord(agentId, Infinity)).toBe(first);
     clock.at += 1;
     expect((await get('a')).status).toBe(200);
-    expect(deps.agentRecords.get(agentId)).not.toBe(first);
+    expect(deps.placement.agentRecord(agentId, Infinity)).not.toBe(first);
   });
 
   it('that moved is found at its new address: a remembered record that does not answer is read again', async () => {
@@ -130,12 +132,12 @@ describe('the agent of the fs store', () => {
       const g = await get('a');
       expect(g.status).toBe(502);
       expect((await errorOf(g)).code).toBe('upstream_unavailable');
-      expect(deps.agentRecords.has(agentId)).toBe(false);
+      expect(deps.placement.agentRecord(agentId, Infinity)).toBeUndefined();
       // Remembered again by the GET's re-read (same address), forgotten again by the PUT's failure.
       const p = await put('a', patternBytes(100, 9));
       expect(p.status).toBe(502);
       expect((await errorOf(p)).code).toBe('upstream_unavailable');
-      expect(deps.agentRecords.has(agentId)).toBe(false);
+      expect(deps.placement.agentRecord(agentId, Infinity)).toBeUndefined();
       // Back at its address: served at once, with the clock not moved, since nothing stale is remembered.
       await reregister(svc.agent.internalUrl, Date.now());
       const back = await get('a');

@@ -1,0 +1,87 @@
+/**
+ * The hints a handlers isolate keeps between requests: where a project is placed, agent records it
+ * read lately, and which account owns a project. None of them ever decides an answer on its own
+ * (docs/architecture.md "Pieces"): each is compared with, or stands in for a moment instead of, a
+ * read that the caller still makes when it matters.
+ *
+ * One map for the three kinds, bounded by `maxEntries` and evicting the least recently used entry,
+ * so a hot project's hints survive a sweep over many cold ones.
+ */
+import type { AgentRecord } from '../../shared/db/agents.ts';
+
+/** Bound on the entries of a cache built without `maxEntries`. */
+export const PLACEMENT_CACHE_MAX_ENTRIES = 10_000;
+
+type Entry =
+  | { kind: 'placement'; agentId: string }
+  | { kind: 'owner'; accountId: string }
+  | { kind: 'agent'; record: AgentRecord; readAt: number };
+
+/** Hints this isolate remembers; never a substitute for a check (docs/architecture.md). */
+export class PlacementCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(options: { maxEntries?: number; now?: () => number } = {}) {
+    this.maxEntries = Math.max(1, options.maxEntries ?? PLACEMENT_CACHE_MAX_ENTRIES);
+    this.now = options.now ?? (() => Date.now());
+  }
+
+  /** Agent id hosting `projectId`, if remembered. */
+  placementOf(projectId: string): string | undefined {
+    const entry = this.get(`p:${projectId}`);
+    return entry?.kind === 'placement' ? entry.agentId : undefined;
+  }
+
+  /** Agent record read within `maxAgeMs`, if remembered. */
+  agentRecord(agentId: string, maxAgeMs: number): AgentRecord | undefined {
+    const entry = this.get(`a:${agentId}`);
+    if (entry?.kind !== 'agent' || this.now() - entry.readAt > maxAgeMs) return undefined;
+    return entry.record;
+  }
+
+  /** Account owning `projectId`, if remembered. */
+  ownerOf(projectId: string): string | undefined {
+    const entry = this.get(`o:${projectId}`);
+    return entry?.kind === 'owner' ? entry.accountId : undefined;
+  }
+
+  /** Remembers that `projectId` is hosted by `agentId`. */
+  rememberPlacement(projectId: string, agentId: string): void {
+    this.set(`p:${projectId}`, { kind: 'placement', agentId });
+  }
+
+  /** Remembers an agent record as read now. */
+  rememberAgent(record: AgentRecord): void {
+    this.set(`a:${record.agent_id}`, { kind: 'agent', record, readAt: this.now() });
+  }
+
+  /** Remembers that `accountId` owns `projectId`. */
+  rememberOwner(projectId: string, accountId: string): void {
+    this.set(`o:${projectId}`, { kind: 'owner', accountId });
+  }
+
+  /** Forgets an agent's record (it did not answer). */
+  forgetAgent(agentId: string): void {
+    this.entries.delete(`a:${agentId}`);
+  }
+
+  private get(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    // Map keeps insertion order: moving a used entry to the end keeps the eldest first for eviction.
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  private set(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    if (this.entries.size > this.maxEntries) {
+      const eldest = this.entries.keys().next().value as string;
+      this.entries.delete(eldest);
+    }
+  }
+}
