@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getProject } from '../../shared/db/projects.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { call, createProject, sleep, wake } from './lifecycle-helpers.ts';
+import { call, createProject, sleep, wake } from '../helpers/lifecycle.ts';
 
 let svc: TestService;
 let token: string;

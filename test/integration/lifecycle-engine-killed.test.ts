@@ -10,8 +10,8 @@ import { type Layout } from '../../host-agent/tenants/layout.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { ChildAgent, startChildDeployment, type ChildDeployment } from './child-agent.ts';
-import { call, pidAlive, wake, waitFor, type Api } from './lifecycle-helpers.ts';
+import { ChildAgent, startChildDeployment, type ChildDeployment } from '../helpers/child-agent.ts';
+import { call, pidAlive, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
 
 let d: ChildDeployment;
 let agent: ChildAgent;

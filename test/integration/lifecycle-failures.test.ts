@@ -12,7 +12,7 @@ import { freePort } from '../../infra/local/dynamodb.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { tempDir } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { ENGINE, call, createProject, fakeEngine, pidAlive, sleep, wake } from './lifecycle-helpers.ts';
+import { ENGINE, call, createProject, fakeEngine, pidAlive, sleep, wake } from '../helpers/lifecycle.ts';
 
 const bins = tempDir('svc-fake-engine-');
 

@@ -14,8 +14,8 @@ import { type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { tempDir } from '../helpers/env.ts';
-import { ChildAgent, processesWith, startChildDeployment, type ChildDeployment } from './child-agent.ts';
-import { ENGINE, call, engineSql, sleep, wake, waitFor, type Api } from './lifecycle-helpers.ts';
+import { ChildAgent, processesWith, startChildDeployment, type ChildDeployment } from '../helpers/child-agent.ts';
+import { ENGINE, call, engineSql, sleep, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
 
 let d: ChildDeployment;
 let agent: ChildAgent;

@@ -15,8 +15,8 @@ import { type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { newSnapshotId } from '../../shared/db/snapshots.ts';
 import { getObject } from '../../shared/db/storage.ts';
-import { ChildAgent, startChildDeployment, type ChildDeployment } from './child-agent.ts';
-import { call, sleep, wake, type Api } from './lifecycle-helpers.ts';
+import { ChildAgent, startChildDeployment, type ChildDeployment } from '../helpers/child-agent.ts';
+import { call, sleep, wake, type Api } from '../helpers/lifecycle.ts';
 
 let d: ChildDeployment;
 let agent: ChildAgent;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getProject } from '../../shared/db/projects.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { call, createProject, decodeEnvelope, engineSql, pidAlive, sleep, wake, waitFor } from './lifecycle-helpers.ts';
+import { call, createProject, decodeEnvelope, engineSql, pidAlive, sleep, wake, waitFor } from '../helpers/lifecycle.ts';
 
 let svc: TestService;
 let token: string;

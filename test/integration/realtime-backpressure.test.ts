@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { SseReader, type SseFrame } from './realtime-sse.ts';
+import { SseReader, type SseFrame } from '../helpers/sse.ts';
 
 const QUEUE = 8;
 let svc: TestService;

@@ -8,7 +8,7 @@ import { startAgent, type Agent } from '../../host-agent/agent.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { REPO } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { SseReader } from './realtime-sse.ts';
+import { SseReader } from '../helpers/sse.ts';
 
 let svc: TestService;
 let token: string;

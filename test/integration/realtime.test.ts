@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { SseReader } from './realtime-sse.ts';
+import { SseReader } from '../helpers/sse.ts';
 
 let svc: TestService;
 let token: string;

@@ -6,7 +6,7 @@
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { SseReader } from './realtime-sse.ts';
+import { SseReader } from '../helpers/sse.ts';
 
 let svc: TestService;
 let token: string;

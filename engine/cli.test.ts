@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServeRefused, cleanup, cli, initDataDir, sha256File, startEngine, tempDir } from './helpers.ts';
+import { ServeRefused, cleanup, cli, initDataDir, sha256File, startEngine, tempDir } from '../test/helpers/engine.ts';
 
 afterAll(cleanup);
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { cleanup, cli, initDataDir, sha256File, sql, startEngine, stopEngine, tempDir } from './helpers.ts';
+import { cleanup, cli, initDataDir, sha256File, sql, startEngine, stopEngine, tempDir } from '../test/helpers/engine.ts';
 
 afterAll(cleanup);
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROTOCOL, call, cleanup, cli, decodeEnvelope, initDataDir, sha256File, sql, startEngine, stopEngine } from './helpers.ts';
+import { PROTOCOL, call, cleanup, cli, decodeEnvelope, initDataDir, sha256File, sql, startEngine, stopEngine } from '../test/helpers/engine.ts';
 
 afterAll(cleanup);
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { tempDir } from '../helpers/env.ts';
-import { SseReader } from './realtime-sse.ts';
+import { SseReader } from '../helpers/sse.ts';
 
 const dir = tempDir('svc-rt-stack-');
 let stack: Stack;

@@ -5,8 +5,8 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { REPO } from '../helpers/env.ts';
-import type { TestService } from '../helpers/service.ts';
+import { REPO } from './env.ts';
+import type { TestService } from './service.ts';
 
 /** The real engine shim. */
 export const ENGINE = join(REPO, 'bin/svc-engine');

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine } from './helpers.ts';
-import { ServeRefused, cleanup, cli, initDataDir, startEngine, stopEngine, tempDir } from './helpers.ts';
+import type { Engine } from '../test/helpers/engine.ts';
+import { ServeRefused, cleanup, cli, initDataDir, startEngine, stopEngine, tempDir } from '../test/helpers/engine.ts';
 
 afterAll(cleanup);
 

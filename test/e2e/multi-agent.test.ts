@@ -15,7 +15,7 @@ import { agentIsLive, getAgent, listAgents } from '../../shared/db/agents.ts';
 import { createDb, type Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { tempDir, uniqueTable } from '../helpers/env.ts';
-import { SseReader } from './realtime-sse.ts';
+import { SseReader } from '../helpers/sse.ts';
 
 const STALE_MS = 1_500;
 const dir = tempDir('svc-multi-');

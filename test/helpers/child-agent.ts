@@ -9,8 +9,8 @@ import { buildDeps } from '../../handlers/deps.ts';
 import { createApp, type App } from '../../handlers/index.ts';
 import { layoutOf, type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
-import { REPO, tempDir, testDeployment } from '../helpers/env.ts';
-import { waitFor, type Api } from './lifecycle-helpers.ts';
+import { REPO, tempDir, testDeployment } from './env.ts';
+import { waitFor, type Api } from './lifecycle.ts';
 
 /** One agent process at a time over a fixed environment. */
 export class ChildAgent {

@@ -1,8 +1,8 @@
 /** The engine's `/v2` HTTP surface (DESIGN §6, issue #3), driven over real HTTP against bin/svc-engine. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
-import type { Answer, Engine } from './helpers.ts';
-import { CONTENT_TYPE, PROTOCOL, REQUEST_ID, call, cleanup, decodeEnvelope, initDataDir, sql, startEngine } from './helpers.ts';
+import type { Answer, Engine } from '../test/helpers/engine.ts';
+import { CONTENT_TYPE, PROTOCOL, REQUEST_ID, call, cleanup, decodeEnvelope, initDataDir, sql, startEngine } from '../test/helpers/engine.ts';
 
 let engine: Engine;
 
