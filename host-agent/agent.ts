@@ -1,6 +1,7 @@
 /**
- * The host agent: the only stateful process (DESIGN §1). Start order: identity, pin check,
- * internal listener, registration in DynamoDB, heartbeat. `stop()` is idempotent and phased.
+ * The host agent: the only stateful process (docs/architecture.md). Start order: identity, pin check,
+ * the supervisor's repair and adoption, internal listener, registration in DynamoDB, heartbeat.
+ * `stop()` is idempotent and phased.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -13,7 +14,6 @@ import { serveFetch, type Served } from '../shared/http/node-http.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import type { AgentContext } from './context.ts';
-import { checkPin } from './engine-cli.ts';
 import { agentIdentity } from './identity.ts';
 import { createInternalApi, type InternalRoutes } from './internal-api.ts';
 import { KeyCache } from './dataplane/key-cache.ts';
@@ -27,7 +27,8 @@ import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import { sweepLeftovers } from './sweep.ts';
 import { within } from './tenants/processes.ts';
-import { Tenants } from './tenants/supervisor.ts';
+import { EnginePin } from './tenants/pin.ts';
+import { Tenants } from './tenants/tenants.ts';
 
 /** A running agent. */
 export interface Agent {
@@ -55,40 +56,52 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const root = resolve(cwd, settings.SVCD_ROOT);
   mkdirSync(root, { recursive: true });
   const engineBin = resolve(cwd, settings.SVCD_ENGINE_BIN);
-  const pin = await checkPin(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS);
-  if (!pin.ok) log(`agent: engine pin check failed: ${pin.reason}; tenants cannot run on this host`);
-
-  const ctx: AgentContext = {
+  const pin = await EnginePin.check(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS, log);
+  const db = options.db ?? createDb(settings);
+  const agentId = agentIdentity(root, settings.SVCD_AGENT_ID);
+  const now = () => Date.now();
+  const realtime = new RealtimeHub({
+    maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
+    maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
+    queue: settings.SVCD_REALTIME_QUEUE,
+    heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
+    framing: 'http-chunked',
+    log,
+  });
+  const tenants = new Tenants({
     settings,
-    db: options.db ?? createDb(settings),
-    agentId: agentIdentity(root, settings.SVCD_AGENT_ID),
+    db,
+    agentId,
     root,
     engineBin,
     pin,
     log,
-    now: () => Date.now(),
+    now,
+    emit: (projectId, event, payload) => realtime.emitSystem(projectId, event, payload),
+  });
+  const ctx: AgentContext = {
+    settings,
+    db,
+    agentId,
+    root,
+    engineBin,
+    pin,
+    log,
+    now,
     // A verified key comes with its project's owning agent (placement), so /v2 knows whether to forward.
     keyCache: new KeyCache({
       pepper: settings.SVCD_KEY_PEPPER,
-      load: (keyId) => lookupKey(ctx.db, keyId),
-      placement: async (projectId) => (await getProject(ctx.db, projectId))?.agent_id ?? null,
+      load: (keyId) => lookupKey(db, keyId),
+      placement: async (projectId) => (await getProject(db, projectId))?.agent_id ?? null,
       log,
     }),
     secrets,
-    realtime: new RealtimeHub({
-      maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
-      maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
-      queue: settings.SVCD_REALTIME_QUEUE,
-      heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
-      framing: 'http-chunked',
-      log,
-    }),
-    tenants: undefined as unknown as Tenants,
+    realtime,
+    tenants,
   };
-  // The supervisor needs the finished context; it repairs, adopts and reconciles before any listener opens.
-  const started = ctx.now();
-  ctx.tenants = new Tenants(ctx, { emit: (projectId, event, payload) => ctx.realtime.emitSystem(projectId, event, payload) });
-  await ctx.tenants.start();
+  // The supervisor repairs, adopts and reconciles before any listener opens.
+  const started = now();
+  await tenants.start();
   // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
   const sweeping = sweepLeftovers(ctx, started);
 
@@ -128,7 +141,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     dataplane_url: dataplaneUrl,
     capacity: settings.SVCD_AGENT_CAPACITY,
     pin_ok: pin.ok,
-    engine_version: typeof pin.version?.engine_version === 'string' ? pin.version.engine_version : null,
+    engine_version: pin.engineVersion(),
     started_at: startedAt,
     heartbeat_at: startedAt,
   });

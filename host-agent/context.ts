@@ -2,12 +2,12 @@
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
-import type { PinCheck } from './engine-cli.ts';
 import type { KeyCache } from './dataplane/key-cache.ts';
 import type { RealtimeHub } from './realtime/hub.ts';
-import type { Tenants } from './tenants/supervisor.ts';
+import type { PinView } from './tenants/pin.ts';
+import type { Tenants } from './tenants/tenants.ts';
 
-/** The agent's shared state, built once at start (host-agent/agent.ts). */
+/** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
   settings: Settings;
   db: Db;
@@ -16,8 +16,8 @@ export interface AgentContext {
   root: string;
   /** Absolute path of the engine binary. */
   engineBin: string;
-  /** The latest pin check (refreshed at start and before each engine start). */
-  pin: PinCheck;
+  /** The latest pin check (refreshed before each engine start by the pin check itself, host-agent/tenants/pin.ts). */
+  readonly pin: PinView;
   log: (line: string) => void;
   now: () => number;
   /** The function-secrets key ring (SVCD_SECRETS_KEYS / SVCD_SECRETS_KEY), validated at start; null when unset. */

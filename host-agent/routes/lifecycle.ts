@@ -1,5 +1,5 @@
 /**
- * Internal lifecycle routes of the host agent (issue #4; DESIGN §5). The handlers authenticate the
+ * Internal lifecycle routes of the host agent (docs/lifecycle.md "Internal API"). The handlers authenticate the
  * caller and check ownership, then call these with the state they read (`recorded`), which the agent
  * uses as the expected value of its conditional state write:
  *
@@ -14,6 +14,7 @@ import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from 
 import { projectIdSchema } from '../../shared/schemas.ts';
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
+import { headAnswer, restoreAnswer } from './answers.ts';
 
 type Routed = Request & { params: Record<string, string> };
 
@@ -42,7 +43,7 @@ export function register(router: InternalRouter): void {
   router.post('/internal/v1/projects/:id/head', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.head(projectId, body.recorded));
+    return json(headAnswer(await ctx.tenants.head(projectId, body.recorded)));
   });
 
   router.post('/internal/v1/projects/:id/snapshots', async (request, ctx) => {
@@ -54,6 +55,6 @@ export function register(router: InternalRouter): void {
   router.post('/internal/v1/projects/:id/restore', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalRestoreSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.restore(projectId, body.recorded, body.snapshot_id));
+    return json(restoreAnswer(await ctx.tenants.restore(projectId, body.recorded, body.snapshot_id)));
   });
 }

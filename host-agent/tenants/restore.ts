@@ -1,0 +1,117 @@
+/**
+ * Restore of a snapshot and its repair after a crash (docs/lifecycle.md "Crash safety: agent start").
+ * The engine restores the snapshot into a fresh directory, then two renames swap it in (`data/` →
+ * `replaced/<ts>-<snap>/`, fresh → `data/`). The journal written first lets the agent's start finish
+ * or undo a restore a crash interrupted. Nothing is deleted; the tenant stays asleep.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import type { Db } from '../../shared/db/client.ts';
+import { getSnapshot, type SnapshotBackup } from '../../shared/db/snapshots.ts';
+import { ServiceError, errors } from '../../shared/errors.ts';
+import { nowIso } from '../../shared/time.ts';
+import type { Engines } from './engine.ts';
+import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable } from './files.ts';
+import { dirStamp, RESTORE_STAGING_PREFIX, type Layout } from './layout.ts';
+import type { TenantLogs } from './logs.ts';
+import type { EnginePin } from './pin.ts';
+
+/** What a restore did. */
+export interface Restored {
+  snapshotId: string;
+  restoredAt: string;
+  dataDir: string;
+  /** Where the previous data directory went; null when there was none. */
+  replacedDir: string | null;
+  /** The engine's restore output. */
+  restoreOutput: Record<string, unknown>;
+  /** The snapshot's backup record. */
+  backup: SnapshotBackup;
+}
+
+/** What a restore needs. */
+export interface RestoreDeps {
+  db: Db;
+  layout: Layout;
+  logs: TenantLogs;
+  now: () => number;
+  pin: EnginePin;
+  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs'>;
+}
+
+/** Swaps the snapshot's backup in as the sleeping tenant's data directory (the caller holds the project's queue). */
+export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snapshotId: string): Promise<Restored> {
+  const { layout, engines } = deps;
+  const snapshot = await getSnapshot(deps.db, projectId, snapshotId);
+  if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
+  if (engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before restoring');
+  await deps.pin.ensure();
+  const tenantDir = layout.tenantDir(projectId);
+  const dataDir = layout.dataDir(projectId);
+  const name = `${dirStamp(deps.now())}-${snapshotId}`;
+  const fresh = join(tenantDir, `${RESTORE_STAGING_PREFIX}${name}`);
+  const replaced = join(layout.replacedRoot(projectId), name);
+  mkdirSync(tenantDir, { recursive: true });
+  // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
+  // this agent does not know of (none should exist) would answer lock_held here: 409, nothing moved.
+  if (existsSync(dataDir)) await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'restore', engines.startTimeoutMs);
+  writeJsonDurable(layout.restoreJournal(projectId), { snapshot_id: snapshotId, fresh, replaced, started_at: nowIso(deps.now()) });
+  let restoreOutput: Record<string, unknown>;
+  try {
+    restoreOutput = await engines.command(projectId, ['restore', '--backup', snapshot.backup_dir, '--target', fresh, '--json'], 'restore', engines.longTimeoutMs);
+  } catch (err) {
+    repairRestore(layout, deps.logs, projectId);
+    throw err;
+  }
+  // The commit point: once data/ has moved aside, the agent's start rolls the swap forward.
+  const hadData = existsSync(dataDir);
+  if (hadData) {
+    mkdirSync(layout.replacedRoot(projectId), { recursive: true });
+    renameDurable(dataDir, replaced);
+  }
+  renameDurable(fresh, dataDir);
+  removeRecord(layout.restoreJournal(projectId));
+  const restoredAt = nowIso(deps.now());
+  deps.logs.append(projectId, `restored snapshot ${snapshotId}; previous data directory retained in ${hadData ? replaced : '(none)'}`);
+  return { snapshotId, restoredAt, dataDir, replacedDir: hadData ? replaced : null, restoreOutput, backup: snapshot.backup };
+}
+
+/**
+ * Finishes or undoes a restore a crash interrupted, from its journal and what is on disk. Before the
+ * commit point (data/ still in place) the fresh directory is moved aside to `unapplied/`; after it
+ * (data/ moved to replaced/) the fresh directory is renamed into data/. Nothing is deleted.
+ */
+export function repairRestore(layout: Layout, logs: TenantLogs, projectId: string): void {
+  const journalPath = layout.restoreJournal(projectId);
+  const journal = readJsonRecord(journalPath);
+  if (!journal) {
+    removeRecord(journalPath);
+    return;
+  }
+  const tenantDir = layout.tenantDir(projectId);
+  const dataDir = layout.dataDir(projectId);
+  const fresh = typeof journal.fresh === 'string' && isInside(tenantDir, journal.fresh) ? journal.fresh : null;
+  const replaced = typeof journal.replaced === 'string' && isInside(tenantDir, journal.replaced) ? journal.replaced : null;
+  const freshThere = fresh !== null && existsSync(fresh);
+  if (!existsSync(dataDir)) {
+    if (freshThere) {
+      renameDurable(fresh, dataDir);
+      logs.append(projectId, `interrupted restore of ${String(journal.snapshot_id)} completed at start`);
+    } else if (replaced !== null && existsSync(replaced)) {
+      renameDurable(replaced, dataDir);
+      logs.append(projectId, `interrupted restore of ${String(journal.snapshot_id)} undone at start`);
+    }
+  } else if (freshThere) {
+    const unapplied = join(layout.unappliedRoot(projectId), basename(fresh).replace(/^restoring-/, ''));
+    mkdirSync(dirname(unapplied), { recursive: true });
+    renameDurable(fresh, unapplied);
+    logs.append(projectId, `interrupted restore of ${String(journal.snapshot_id)} undone; its directory kept in ${unapplied}`);
+  }
+  removeRecord(journalPath);
+}
+
+/** Whether `child` lies strictly below `parent` (a journal names only paths of its own tenant). */
+function isInside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+}

@@ -1,0 +1,155 @@
+/**
+ * The recorded state of a project and its corrections (docs/lifecycle.md "States"). The agent writes
+ * the state to DynamoDB itself, since it knows the truth, with a write conditioned on the state it
+ * expects and on being the project's agent; what the engine processes and the disk say wins over
+ * what is recorded.
+ */
+import { getProject, setProjectState } from '../../shared/db/projects.ts';
+import type { Db } from '../../shared/db/client.ts';
+import { errors } from '../../shared/errors.ts';
+import type { RecordedState, TenantStateAnswer } from '../../shared/lifecycle.ts';
+import type { ProjectState } from '../../shared/schemas.ts';
+import { nowIso } from '../../shared/time.ts';
+
+/** Lifecycle events for the realtime `system` channel (docs/realtime.md). */
+export type LifecycleEvent = 'project.running' | 'project.sleeping' | 'snapshot.created' | 'project.restored';
+
+/** Receives lifecycle events after each successful transition. Must not throw (errors are swallowed). */
+export type EmitLifecycle = (projectId: string, event: LifecycleEvent, payload: Record<string, unknown>) => void;
+
+/** What this machine says of a project: an engine of it runs; its data directory exists. */
+export interface Facts {
+  running: boolean;
+  hasData: boolean;
+}
+
+/**
+ * The state the live process and the disk say the project is in, given what is recorded. `data/`
+ * exists only once an init succeeded (./init.ts), so it is the usable directory: without an engine,
+ * `sleeping` when there is one; `stopped` stays `stopped` only without one (a crash can land between
+ * init and the state write). `sleeping` without one is kept: sleep of a never-started tenant answers
+ * it (docs/lifecycle.md "States").
+ */
+export function truthOf(recorded: ProjectState, facts: Facts): ProjectState {
+  if (facts.running) return 'running';
+  if (recorded === 'running') return facts.hasData ? 'sleeping' : 'stopped';
+  if (recorded === 'stopped' && facts.hasData) return 'sleeping';
+  return recorded;
+}
+
+/** The event a correction to `state` announces, if any. */
+export function eventOfState(state: ProjectState): LifecycleEvent | null {
+  if (state === 'running') return 'project.running';
+  if (state === 'sleeping') return 'project.sleeping';
+  return null;
+}
+
+/** A state write's outcome: the state as now recorded, and whether this write changed it. */
+export interface Recorded {
+  answer: TenantStateAnswer;
+  changed: boolean;
+}
+
+/** What the recorded states need. */
+export interface StatesDeps {
+  db: Db;
+  agentId: string;
+  now: () => number;
+  log: (line: string) => void;
+  emit: EmitLifecycle;
+  /** What this machine says of the project now. */
+  facts: (projectId: string) => Facts;
+}
+
+/** Reads, writes and corrects the recorded states of this agent's projects, and announces transitions. */
+export class RecordedStates {
+  readonly #deps: StatesDeps;
+
+  constructor(deps: StatesDeps) {
+    this.#deps = deps;
+  }
+
+  /** The state this machine says the project is in, given what is recorded. */
+  truth(projectId: string, recorded: ProjectState): ProjectState {
+    return truthOf(recorded, this.#deps.facts(projectId));
+  }
+
+  /**
+   * Records `next` with a write conditioned on the expected state and on this agent hosting the
+   * project. When the expectation was stale, re-reads once and retries.
+   */
+  async record(projectId: string, recorded: RecordedState, next: ProjectState): Promise<Recorded> {
+    if (recorded.state === next) return { answer: { state: recorded.state, updated_at: recorded.updated_at }, changed: false };
+    const { db, agentId } = this.#deps;
+    const at = nowIso(this.#deps.now());
+    let written = await setProjectState(db, projectId, recorded.state, next, at, { agentId });
+    if (!written) {
+      const current = await this.#hosted(projectId);
+      if (current.state === next) return { answer: { state: current.state, updated_at: current.updated_at }, changed: false };
+      written = await setProjectState(db, projectId, current.state, next, at, { agentId });
+      if (!written) throw errors.conflict('the project state changed concurrently; retry');
+    }
+    return { answer: { state: written.state, updated_at: written.updated_at }, changed: true };
+  }
+
+  /** Re-reads the recorded state and writes the truth when they differ (the caller holds the project's queue). */
+  async correct(projectId: string): Promise<TenantStateAnswer> {
+    const current = await this.#hosted(projectId);
+    const truth = this.truth(projectId, current.state);
+    const { answer, changed } = await this.record(projectId, current, truth);
+    const event = eventOfState(truth);
+    if (changed && event) this.notify(projectId, event, { state: truth });
+    return answer;
+  }
+
+  /** At agent start: corrects each project this agent hosts whose recorded state the machine contradicts. Never throws. */
+  async correctAtStart(projectId: string): Promise<void> {
+    const { db, agentId, log } = this.#deps;
+    try {
+      const current = await getProject(db, projectId);
+      if (!current || current.agent_id !== agentId) return;
+      const truth = this.truth(projectId, current.state);
+      if (truth !== current.state) {
+        await this.record(projectId, current, truth);
+        log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`);
+      }
+    } catch (err) {
+      log(`agent: reconciling ${projectId} at start failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** After a failed start: if `running` was already recorded, record the truth again. Never throws. */
+  async undoEarlyRecord(projectId: string, recording: Promise<Recorded> | null): Promise<void> {
+    if (!recording) return;
+    const written = await recording.catch(() => null);
+    if (!written || written.answer.state !== 'running') return;
+    try {
+      await this.record(projectId, written.answer, this.truth(projectId, 'running'));
+    } catch (err) {
+      this.#deps.log(`agent: undoing the running state of ${projectId} failed: ${(err as Error).message}; GET corrects it`);
+    }
+  }
+
+  /** Records `sleeping` for an engine the agent's shutdown stopped (`running` expected). */
+  async recordStopped(projectId: string): Promise<void> {
+    const { db, agentId, now } = this.#deps;
+    await setProjectState(db, projectId, 'running', 'sleeping', nowIso(now()), { agentId });
+  }
+
+  /** Announces a transition on the realtime `system` channel; a failure is logged, never thrown. */
+  notify(projectId: string, event: LifecycleEvent, payload: Record<string, unknown>): void {
+    try {
+      this.#deps.emit(projectId, event, { project: projectId, ...payload });
+    } catch (err) {
+      this.#deps.log(`agent: lifecycle event ${event} for ${projectId} not emitted: ${(err as Error).message}`);
+    }
+  }
+
+  /** The recorded project, which this agent must host. */
+  async #hosted(projectId: string) {
+    const current = await getProject(this.#deps.db, projectId);
+    if (!current) throw errors.notFound(`project ${projectId} not found`);
+    if (current.agent_id !== this.#deps.agentId) throw errors.orchestrator(`project ${projectId} is not hosted by this agent`);
+    return current;
+  }
+}
