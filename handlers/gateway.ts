@@ -4,6 +4,9 @@
  * base64-encoded when binary; repeated headers arrive comma-joined and cookies in their own list.
  * Settings come from the function's environment, parsed on the first invocation of a container.
  */
+import { ConfigError } from '../shared/config.ts';
+import { ServiceError, errorResponse, errors } from '../shared/errors.ts';
+import { newRequestId } from '../shared/ids.ts';
 import { buildDeps } from './deps.ts';
 import { createApp, type App } from './index.ts';
 
@@ -82,7 +85,24 @@ let app: App | undefined;
 
 /** Builds the gateway handler over an app (tests hand in their own). */
 export function createGatewayHandler(getApp: () => App): (event: GatewayEvent) => Promise<GatewayResult> {
-  return async (event) => responseToResult(await getApp().fetch(eventToRequest(event)));
+  return async (event) => {
+    // The app renders every error it meets; what fails before it is rendered the same way here.
+    let app: App;
+    try {
+      app = getApp();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      console.error(err.message);
+      return responseToResult(errorResponse(new ServiceError('internal', 'service misconfigured'), newRequestId()));
+    }
+    let request: Request;
+    try {
+      request = eventToRequest(event);
+    } catch {
+      return responseToResult(errorResponse(errors.invalid('malformed request'), newRequestId()));
+    }
+    return responseToResult(await app.fetch(request));
+  };
 }
 
 /** The function's handler (`dist/gateway.mjs` → `handler`). */

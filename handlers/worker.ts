@@ -3,6 +3,8 @@
  * settings as bindings. Deps are built on the first request of an isolate and reused.
  */
 import { ConfigError } from '../shared/config.ts';
+import { ServiceError, errorResponse } from '../shared/errors.ts';
+import { newRequestId } from '../shared/ids.ts';
 import { buildDeps } from './deps.ts';
 import { createApp, type App, type ExecutionContext } from './index.ts';
 
@@ -18,10 +20,7 @@ export default {
       } catch (err) {
         if (err instanceof ConfigError) {
           console.error(err.message);
-          return new Response(JSON.stringify({ error: { code: 'internal', message: 'service misconfigured' } }), {
-            status: 500,
-            headers: { 'content-type': 'application/json' },
-          });
+          return errorResponse(new ServiceError('internal', 'service misconfigured'), newRequestId());
         }
         throw err;
       }

@@ -1,26 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS, ServiceError, errorResponse, isErrorCode } from './errors.ts';
+import type { ServerResponse } from 'node:http';
+import { ERROR_STATUS, ServiceError, errorResponse, errors, isErrorCode, writeError, type ErrorCode } from './errors.ts';
+
+/** What `write` puts on a stand-in node:http response. */
+async function writtenBy(write: (res: ServerResponse) => void): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  let status = 0;
+  let headers: Record<string, string> = {};
+  let body = '';
+  const res = {
+    writeHead(s: number, h: Record<string, string>) {
+      status = s;
+      headers = h;
+      return res;
+    },
+    end(b: Uint8Array) {
+      body = new TextDecoder().decode(b);
+      return res;
+    },
+  };
+  write(res as unknown as ServerResponse);
+  return { status, headers, body };
+}
 
 describe('error mapping', () => {
-  it('gives every contract code the status of DESIGN §3', () => {
-    expect(ERROR_STATUS).toEqual({
-      invalid_request: 400,
-      authentication_required: 401,
-      authorization_denied: 403,
-      not_found: 404,
-      conflict: 409,
-      tenant_not_running: 409,
-      tenant_running: 409,
-      payload_too_large: 413,
-      function_busy: 429,
-      internal: 500,
-      not_implemented: 501,
-      upstream_unavailable: 502,
-      function_bad_output: 502,
-      orchestrator_unavailable: 503,
-      function_runtime_missing: 503,
-      function_timeout: 504,
-    });
+  it('answers every code with the status of its ServiceError, on both surfaces alike', async () => {
+    for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
+      const err = new ServiceError(code, 'x');
+      const web = errorResponse(err, 'req_1');
+      const node = await writtenBy((res) => writeError(res, err, 'req_1'));
+      expect(web.status).toBe(err.status);
+      expect(node.status).toBe(err.status);
+      expect(node.headers).toEqual(Object.fromEntries(web.headers));
+      expect(node.body).toBe(await web.text());
+    }
+  });
+
+  it('answers a documented variant with its own status and the code of its row', async () => {
+    const r = errorResponse(errors.rangeNotSatisfiable(7, { etag: '"e"', 'content-type': 'image/png' }), 'req_2');
+    expect(r.status).toBe(416);
+    expect(r.headers.get('content-range')).toBe('bytes */7');
+    expect(r.headers.get('etag')).toBe('"e"');
+    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    expect(() => new ServiceError('not_found', 'x', { variant: 'range_not_satisfiable' })).toThrow();
   });
 
   it('renders a ServiceError as its envelope with the matching status', async () => {

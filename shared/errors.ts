@@ -1,10 +1,12 @@
 /**
- * The one error type of the service and the table that maps each error code to its HTTP status
- * (contract "Errors"; DESIGN §3 Errors). Status and body always come from this table, so they
- * cannot disagree.
+ * The one error type of the service, the one table that maps each error code to its HTTP status
+ * (the interface contract, "Errors"; docs/api.md "Errors"), and the one renderer every listener
+ * answers errors with, as a web Response (`errorResponse`) or on a node:http response
+ * (`writeError`). Status, headers and body always come from `renderError`, so they cannot disagree.
  */
+import type { ServerResponse } from 'node:http';
 
-/** Every error code the contract allows, with the status DESIGN §3 gives it. */
+/** Every error code the contract allows, with its status. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   authentication_required: 401,
@@ -27,6 +29,27 @@ export const ERROR_STATUS = {
 /** One of the error codes of the contract. */
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/**
+ * The documented cases where a code is answered with another status than its row above, because
+ * HTTP gives that case a status of its own (docs/api.md "Errors"). The code and envelope stay the
+ * contract's; the contract's list of codes is closed, so a case is never a new code.
+ */
+export const STATUS_VARIANTS = {
+  /** A `Range` no byte of the object satisfies (RFC 9110 §15.5.17); its `Content-Range` names the size. */
+  range_not_satisfiable: { code: 'invalid_request', status: 416 },
+} as const satisfies Record<string, { code: ErrorCode; status: number }>;
+
+/** One of the documented status variants. */
+export type StatusVariant = keyof typeof STATUS_VARIANTS;
+
+/** The status of `code`, or of its documented `variant`. */
+export function statusOf(code: ErrorCode, variant?: StatusVariant): number {
+  if (variant === undefined) return ERROR_STATUS[code];
+  const row = STATUS_VARIANTS[variant];
+  if (row.code !== code) throw new Error(`status variant ${variant} belongs to ${row.code}, not ${code}`);
+  return row.status;
+}
+
 /** The `WWW-Authenticate` challenge every 401 carries (contract "Authentication" 4). */
 export const WWW_AUTHENTICATE = 'Bearer realm="svc-cloud"';
 
@@ -34,12 +57,15 @@ export const WWW_AUTHENTICATE = 'Bearer realm="svc-cloud"';
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** Headers the answer carries beside the renderer's own (a 416's `Content-Range`). */
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: ErrorCode, message: string) {
+  constructor(code: ErrorCode, message: string, options: { variant?: StatusVariant; headers?: Record<string, string> } = {}) {
     super(message);
     this.name = 'ServiceError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = statusOf(code, options.variant);
+    this.headers = options.headers ?? {};
   }
 }
 
@@ -58,15 +84,22 @@ export function envelopeOf(err: ServiceError): ErrorEnvelope {
   return { error: { code: err.code, message: err.message } };
 }
 
+/** An error answer as plain parts, ready for either HTTP surface. */
+export interface RenderedError {
+  status: number;
+  /** Lowercase names; always `content-type`, `content-length`, `x-request-id`, and the challenge on 401. */
+  headers: Record<string, string>;
+  body: Uint8Array<ArrayBuffer>;
+}
+
 /**
- * Renders any thrown value as an error Response. A ServiceError keeps its code and message; anything
- * else becomes 500 `internal` whose message holds only the request id (the cause goes to `log`).
+ * The answer to any thrown value. A ServiceError keeps its code, message, status and headers;
+ * anything else becomes 500 `internal` whose message holds only the request id (the cause goes to
+ * `log`). The length is declared so that an answer given before a request body was read is
+ * complete as soon as its bytes are out, even while the body is still being drained
+ * (shared/http/linger.ts).
  */
-export function errorResponse(
-  thrown: unknown,
-  requestId: string,
-  log: (line: string) => void = (line) => console.error(line),
-): Response {
+export function renderError(thrown: unknown, requestId: string, log: (line: string) => void = (line) => console.error(line)): RenderedError {
   let err: ServiceError;
   if (thrown instanceof ServiceError) {
     err = thrown;
@@ -74,16 +107,31 @@ export function errorResponse(
     log(`request ${requestId} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
     err = new ServiceError('internal', `internal error (request ${requestId})`);
   }
-  // The length is declared so that an answer given before a request body was read is complete
-  // as soon as its bytes are out, even while the body is still being drained (shared/http/linger.ts).
   const body = new TextEncoder().encode(JSON.stringify(envelopeOf(err)));
-  const headers = new Headers({
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(body.byteLength),
-    'x-request-id': requestId,
-  });
-  if (err.code === 'authentication_required') headers.set('www-authenticate', WWW_AUTHENTICATE);
-  return new Response(body, { status: err.status, headers });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(err.headers)) headers[name.toLowerCase()] = value;
+  headers['content-type'] = 'application/json; charset=utf-8';
+  headers['content-length'] = String(body.byteLength);
+  headers['x-request-id'] = requestId;
+  if (err.code === 'authentication_required') headers['www-authenticate'] = WWW_AUTHENTICATE;
+  return { status: err.status, headers, body };
+}
+
+/** Renders any thrown value as an error Response (`renderError`). */
+export function errorResponse(thrown: unknown, requestId: string, log?: (line: string) => void): Response {
+  const { status, headers, body } = renderError(thrown, requestId, log);
+  return new Response(body, { status, headers });
+}
+
+/**
+ * Writes any thrown value as the error answer on a node:http response whose head is not out yet
+ * (`renderError`). Connection handling (closing after a refused body) is the listener's:
+ * shared/http/node-http.ts `answerError` does both.
+ */
+export function writeError(res: ServerResponse, thrown: unknown, requestId: string, log?: (line: string) => void): void {
+  const { status, headers, body } = renderError(thrown, requestId, log);
+  res.writeHead(status, headers);
+  res.end(body);
 }
 
 /** Shorthands for the errors raised most often. */
@@ -97,4 +145,10 @@ export const errors = {
   tooLarge: (message: string) => new ServiceError('payload_too_large', message),
   upstream: (message: string) => new ServiceError('upstream_unavailable', message),
   orchestrator: (message: string) => new ServiceError('orchestrator_unavailable', message),
+  /** 416 (`invalid_request`): no byte of an object of `size` bytes is in the asked range. */
+  rangeNotSatisfiable: (size: number, headers: Record<string, string> = {}) =>
+    new ServiceError('invalid_request', `range not satisfiable: the object has ${size} bytes`, {
+      variant: 'range_not_satisfiable',
+      headers: { ...headers, 'content-range': `bytes */${size}` },
+    }),
 } as const;

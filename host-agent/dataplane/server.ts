@@ -25,8 +25,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
-import { ServiceError, WWW_AUTHENTICATE, envelopeOf, errors } from '../../shared/errors.ts';
-import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
+import { ServiceError, errors } from '../../shared/errors.ts';
+import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
 import { forward, UpstreamError } from '../../shared/http/forward.ts';
 import { connectionTokens, HOP_BY_HOP, isHopByHop } from '../../shared/http/hop-by-hop.ts';
 import type { KeyCache } from './key-cache.ts';
@@ -100,25 +100,6 @@ export interface Dataplane {
 }
 
 const PROJECT_REF = /^(?:prj_)?([0-9a-f]{16})$/;
-
-/** Writes a service error: envelope, `X-Request-Id`, and the challenge on 401. */
-function fail(req: IncomingMessage, res: ServerResponse, requestId: string, err: ServiceError): void {
-  if (res.headersSent || res.destroyed) {
-    // Cut short, unless it is an answer already complete (a malformed request answered by the server).
-    if (!res.writableEnded) res.destroy();
-    return;
-  }
-  const body = JSON.stringify(envelopeOf(err));
-  res.statusCode = err.status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(body));
-  res.setHeader('x-request-id', requestId);
-  if (err.code === 'authentication_required') res.setHeader('www-authenticate', WWW_AUTHENTICATE);
-  // A body still arriving is not forwarded (it may be huge): the connection closes after the
-  // answer, once the rest has been read and dropped (docs/dataplane.md "Refused bodies").
-  closeAfterAnswer(req, res);
-  res.end(body);
-}
 
 let idPool = Buffer.alloc(0);
 let idOffset = 0;
@@ -361,13 +342,12 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     }
   }
 
+  const dataplaneLog = (line: string) => log(`dataplane: ${line}`);
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
     const id = requestId();
-    handle(req, res, id, expectsContinue).catch((thrown: unknown) => {
-      if (thrown instanceof ServiceError) return fail(req, res, id, thrown);
-      log(`dataplane: request ${id} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
-      fail(req, res, id, new ServiceError('internal', `internal error (request ${id})`));
-    });
+    // A body still arriving is not forwarded (it may be huge): the connection closes after the
+    // answer, once the rest has been read and dropped (docs/dataplane.md "Refused bodies").
+    handle(req, res, id, expectsContinue).catch((thrown: unknown) => answerError(req, res, thrown, id, dataplaneLog));
   };
   // Absolute-form targets arrive as paths (shared/http/node-http.ts ServiceRequest).
   const server = createServer(SERVER_OPTIONS, (req, res) => onRequest(req, res, false));

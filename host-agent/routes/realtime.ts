@@ -12,7 +12,8 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseBearer, verifyInternalToken } from '../../shared/auth.ts';
-import { errorResponse, errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/errors.ts';
+import { answerError } from '../../shared/http/node-http.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import { publishRequestSchema, SSE_HEADERS, subscribeChannels } from '../../shared/realtime.ts';
 import { projectIdSchema } from '../../shared/schemas.ts';
@@ -51,15 +52,8 @@ export function attachSubscribeStream(server: Server, ctx: AgentContext): void {
     }
     subscribe(req, res, match[1]!, ctx).catch((thrown: unknown) => {
       const requestId = String(req.headers['x-request-id'] ?? newRequestId());
-      if (res.headersSent) {
-        ctx.log(`agent: realtime subscribe ${requestId} failed after its head: ${(thrown as Error).stack ?? thrown}`);
-        res.destroy();
-        return;
-      }
-      const answer = errorResponse(thrown, requestId, ctx.log);
-      const headers: Record<string, string> = {};
-      answer.headers.forEach((v, k) => (headers[k] = v));
-      void answer.text().then((body) => res.writeHead(answer.status, headers).end(body));
+      if (res.headersSent) ctx.log(`agent: realtime subscribe ${requestId} failed after its head: ${(thrown as Error).stack ?? thrown}`);
+      answerError(req, res, thrown, requestId, ctx.log);
     });
   });
 }

@@ -31,9 +31,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Pool, type Dispatcher } from 'undici';
-import { ServiceError, WWW_AUTHENTICATE, envelopeOf } from '../../shared/errors.ts';
+import { ServiceError } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
-import { answerClientErrors, badTarget, closeAfterAnswer, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
+import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
 
 /** Where the front sends requests. */
@@ -98,22 +98,10 @@ export function isLongLived(method: string, path: string): boolean {
   return (method === 'GET' || method === 'HEAD' || method === 'PUT') && LONG_LIVED.test(path);
 }
 
+/** Answers `err` through the one renderer; whatever failed, the connection is not reused. */
 function fail(req: IncomingMessage, res: ServerResponse, err: ServiceError): void {
-  if (res.headersSent || res.destroyed) {
-    if (!res.writableEnded) res.destroy();
-    return;
-  }
-  const body = JSON.stringify(envelopeOf(err));
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': newRequestId(),
-  };
-  if (err.code === 'authentication_required') headers['www-authenticate'] = WWW_AUTHENTICATE;
-  // Whatever failed, the connection is not reused: the rest of a body is read and dropped first.
   res.shouldKeepAlive = false;
-  closeAfterAnswer(req, res);
-  res.writeHead(err.status, headers).end(body);
+  answerError(req, res, err, newRequestId());
 }
 
 /** Starts the front on host:port (0: a free port). */

@@ -8,11 +8,11 @@
  * connection closed after an answer given before the body was read (RFC 9112 §9.6, docs/dataplane.md
  * "Refused bodies"), and malformed requests answered with the error envelope.
  */
-import { createServer, IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ServiceError, envelopeOf, errorResponse } from '../errors.ts';
+import { ServiceError, renderError, writeError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
 
 /** A running server and how to stop it. */
@@ -141,6 +141,20 @@ export function discard(req: IncomingMessage): void {
   drop();
 }
 
+/**
+ * Answers `thrown` on `res` through the one renderer (shared/errors.ts), as the last answer on its
+ * connection when `req`'s body is still arriving (`closeAfterAnswer`). An answer already started is
+ * cut short instead (a status sent cannot change), unless it is complete.
+ */
+export function answerError(req: IncomingMessage, res: ServerResponse, thrown: unknown, requestId: string, log?: (line: string) => void): void {
+  if (res.headersSent || res.destroyed) {
+    if (!res.writableEnded) res.destroy();
+    return;
+  }
+  closeAfterAnswer(req, res);
+  writeError(res, thrown, requestId, log);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Malformed requests
 // ---------------------------------------------------------------------------------------------
@@ -182,7 +196,7 @@ export function answerClientErrors(server: Server, log?: (line: string) => void)
       return;
     }
     const requestId = newRequestId();
-    const body = JSON.stringify(envelopeOf(new ServiceError('invalid_request', clientErrorMessage(code))));
+    const refused = new ServiceError('invalid_request', clientErrorMessage(code));
     const res = inFlight(socket);
     if (res) {
       // The request was being served (its body failed): answer on its response, which closes the
@@ -192,15 +206,16 @@ export function answerClientErrors(server: Server, log?: (line: string) => void)
       // upstream is aborted then), and the socket closes.
       res.once('finish', () => res.req.destroy());
       res.shouldKeepAlive = false;
-      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId });
-      res.end(body);
+      writeError(res, refused, requestId);
       return;
     }
     log?.(`http: refused a malformed request (${code}) as ${requestId}`);
-    socket.write(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    // No response object exists for a request node could not parse: the rendered answer is written
+    // on the socket itself.
+    const { status, headers, body } = renderError(refused, requestId);
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+    for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+    socket.write(Buffer.concat([Buffer.from(`${head}connection: close\r\n\r\n`, 'latin1'), body]));
     socket.destroySoon();
   });
 }
@@ -311,29 +326,22 @@ export async function serveFetch(
 ): Promise<Served> {
   const server = createServer(SERVER_OPTIONS, (req, res) => {
     const refused = badTarget(req);
-    if (refused) {
-      void writeWebResponse(errorResponse(refused, newRequestId()), res, req).catch(() => res.destroy());
-      return;
-    }
+    if (refused) return answerError(req, res, refused, newRequestId());
     const origin = `http://${targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`}`;
     let request: Request;
     try {
       request = toWebRequest(req, res, origin);
     } catch (err) {
       onError(err);
-      const requestId = newRequestId();
-      void writeWebResponse(errorResponse(new ServiceError('invalid_request', 'malformed request'), requestId), res, req).catch(() => res.destroy());
-      return;
+      return answerError(req, res, new ServiceError('invalid_request', 'malformed request'), newRequestId());
     }
     handler(request)
       .then((response) => writeWebResponse(response, res, req))
       .catch((err) => {
         // A client that went away mid-body is not a server fault.
         if ((err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') onError(err);
-        if (!res.headersSent) {
-          const requestId = newRequestId();
-          void writeWebResponse(errorResponse(new ServiceError('internal', `internal error (request ${requestId})`), requestId), res, req).catch(() => res.destroy());
-        } else res.destroy();
+        const requestId = newRequestId();
+        answerError(req, res, new ServiceError('internal', `internal error (request ${requestId})`), requestId);
       });
   });
   answerClientErrors(server);
