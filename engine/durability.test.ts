@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROTOCOL, call, cleanup, cli, decodeEnvelope, initDataDir, sha256File, sql, startEngine, stopEngine } from '../test/helpers/engine.ts';
+import { PROTOCOL, call, cleanup, cli, initDataDir, sha256File, sql, startEngine, stopEngine } from '../test/helpers/engine.ts';
+import { decodeEnvelope } from '../test/helpers/envelope.ts';
 
 afterAll(cleanup);
 

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import type { Answer, Engine } from '../test/helpers/engine.ts';
-import { CONTENT_TYPE, PROTOCOL, REQUEST_ID, call, cleanup, decodeEnvelope, initDataDir, sql, startEngine } from '../test/helpers/engine.ts';
+import { decodeEnvelope } from '../test/helpers/envelope.ts';
+import { CONTENT_TYPE, PROTOCOL, REQUEST_ID, call, cleanup, initDataDir, sql, startEngine } from '../test/helpers/engine.ts';
 
 let engine: Engine;
 

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { decodeEnvelope } from '../helpers/envelope.ts';
 
 const ENGINE_BIN = fileURLToPath(new URL('../../bin/svc-engine', import.meta.url));
 const ROWS = 10_000;
@@ -28,13 +29,6 @@ interface RunResult {
   errors: number;
   seconds: number;
   latenciesMs: number[];
-}
-
-function decodeEnvelope(raw: Buffer): unknown {
-  if (raw.subarray(0, 8).toString('latin1') !== 'SVCRSP01') throw new Error('bad envelope magic');
-  const length = raw.readUInt32BE(8);
-  if (raw.length !== 12 + length) throw new Error('bad envelope length');
-  return JSON.parse(raw.subarray(12).toString('utf8'));
 }
 
 async function post(pool: Pool, path: string, body: unknown): Promise<{ status: number; json: any }> {

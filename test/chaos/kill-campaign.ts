@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../../infra/local/dynamodb.ts';
+import { decodeEnvelope } from '../helpers/envelope.ts';
 import { alive, descendants } from '../helpers/procs.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -144,12 +145,6 @@ async function must(method: string, path: string, body?: unknown, ok = [200, 201
     }
     throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
   }
-}
-
-function decodeEnvelope(raw: Uint8Array): any {
-  const buf = Buffer.from(raw);
-  if (buf.subarray(0, 8).toString('latin1') !== 'SVCRSP01') return undefined;
-  return JSON.parse(buf.subarray(12, 12 + buf.readUInt32BE(8)).toString('utf8'));
 }
 
 async function sql(key: string, text: string, params: unknown[] = []): Promise<{ status: number; body: any }> {

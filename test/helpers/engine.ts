@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeEnvelope } from './envelope.ts';
 
 export const ENGINE_BIN = fileURLToPath(new URL('../../bin/svc-engine', import.meta.url));
 export const PROTOCOL = { 'x-svc-protocol-minor': '3' } as const;
@@ -174,19 +175,6 @@ export async function initDataDir(): Promise<{ dataDir: string; init: CliResult 
   const init = await cli(['init', '--data-dir', dataDir, '--json']);
   if (init.code !== 0) throw new Error(`init failed: ${init.stdout}`);
   return { dataDir, init };
-}
-
-/**
- * Decodes a product envelope: `SVCRSP01`, u32 big-endian N, N bytes of UTF-8 JSON, nothing after.
- * Throws when any part is off.
- */
-export function decodeEnvelope(raw: Buffer): unknown {
-  if (raw.length < 12) throw new Error(`envelope shorter than its header: ${raw.length} bytes`);
-  const magic = raw.subarray(0, 8).toString('latin1');
-  if (magic !== 'SVCRSP01') throw new Error(`bad envelope magic ${JSON.stringify(magic)}`);
-  const length = raw.readUInt32BE(8);
-  if (raw.length !== 12 + length) throw new Error(`envelope says ${length} bytes, carries ${raw.length - 12}`);
-  return JSON.parse(raw.subarray(12).toString('utf8'));
 }
 
 /** A decoded `/v2` answer. */

@@ -1,11 +1,12 @@
 /**
- * Helpers of the lifecycle suites: projects through the public API, the engine's envelope, fake
+ * Helpers of the lifecycle suites: projects through the public API, direct engine SQL, fake
  * engine binaries (tests point `SVCD_ENGINE_BIN` at them), and process probes.
  */
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { REPO } from './env.ts';
+import { decodeEnvelope } from './envelope.ts';
 import type { TestService } from './service.ts';
 
 /** The real engine shim. */
@@ -50,14 +51,6 @@ export async function sleep(api: Api, token: string, id: string): Promise<any> {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   expect(r.body.state).toBe('sleeping');
   return r.body;
-}
-
-/** Decodes a product envelope: `SVCRSP01`, u32 big-endian length, JSON. */
-export function decodeEnvelope(raw: Uint8Array): any {
-  const buf = Buffer.from(raw);
-  if (buf.subarray(0, 8).toString('latin1') !== 'SVCRSP01') throw new Error(`not an envelope: ${buf.subarray(0, 40).toString()}`);
-  const n = buf.readUInt32BE(8);
-  return JSON.parse(buf.subarray(12, 12 + n).toString('utf8'));
 }
 
 /** Runs SQL directly against an engine listening on `address` (host:port), answering the decoded body. */

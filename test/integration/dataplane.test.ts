@@ -10,6 +10,7 @@ import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAgent } from '../../shared/db/agents.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
+import { decodeEnvelope } from '../helpers/envelope.ts';
 
 const PROTOCOL = { 'x-svc-protocol-minor': '3' };
 const CHALLENGE = 'Bearer realm="svc-cloud"';
@@ -43,13 +44,6 @@ async function v2(method: string, path: string, headers: string[] | Record<strin
   const r = await pool.request({ method, path, headers, body });
   const bytes = Buffer.from(await r.body.arrayBuffer());
   return { status: r.statusCode, headers: r.headers, bytes, json: () => JSON.parse(bytes.toString('utf8')) };
-}
-
-/** The JSON inside an engine product envelope (SVCRSP01 + u32 BE length + JSON). */
-function envelope(bytes: Buffer): any {
-  expect(bytes.subarray(0, 8).toString('latin1')).toBe('SVCRSP01');
-  const n = bytes.readUInt32BE(8);
-  return JSON.parse(bytes.subarray(12, 12 + n).toString('utf8'));
 }
 
 const sql = (statement: string) => JSON.stringify({ sql: statement });
@@ -160,7 +154,7 @@ describe('X-Svc-Project', () => {
   it('is optional: the key alone selects its project', async () => {
     const r = await v2('POST', '/v2/sql', bearer(a.key), sql('SELECT v FROM t WHERE id = 1'));
     expect(r.status).toBe(200);
-    expect(JSON.stringify(envelope(r.bytes))).toContain('from a');
+    expect(JSON.stringify(decodeEnvelope(r.bytes))).toContain('from a');
   });
 
   it('accepts the project id and the bare 16 hex', async () => {
@@ -247,7 +241,7 @@ describe("the engine's answer is returned unchanged", () => {
     expect(raw.status).toBe(400);
     expect(via.headers['content-type']).toBe('application/vnd.svc.product-v1');
     expect(stable(via.headers)).toEqual(stable(raw.headers));
-    expect(envelope(via.bytes)).toEqual(envelope(raw.bytes));
+    expect(decodeEnvelope(via.bytes)).toEqual(decodeEnvelope(raw.bytes));
   });
 
   it('every method reaches the engine: GET, POST, DELETE, and its enveloped 404', async () => {

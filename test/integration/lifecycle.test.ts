@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getProject } from '../../shared/db/projects.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { call, createProject, decodeEnvelope, engineSql, pidAlive, sleep, wake, waitFor } from '../helpers/lifecycle.ts';
+import { call, createProject, engineSql, pidAlive, sleep, wake, waitFor } from '../helpers/lifecycle.ts';
+import { decodeEnvelope } from '../helpers/envelope.ts';
 
 let svc: TestService;
 let token: string;
