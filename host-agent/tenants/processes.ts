@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { isSameProcessAlive, processStartTime } from '../../shared/procs.ts';
 
 /** A process the supervisor can signal and wait for, whether its child or adopted. */
 export interface EngineProcess {
@@ -25,47 +25,8 @@ export interface EngineProcess {
   dispose(): void;
 }
 
-/** The kernel's start time of `pid`, or null (no /proc, or no such process). */
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // After "pid (comm) ", fields[0] is the state (field 3) and fields[19] the start time (field 22).
-    if (fields[0] === 'Z' || fields[0] === 'X') return null;
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** The command line of `pid` (Linux), or null. */
-export function processCommandLine(pid: number): string[] | null {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  } catch {
-    return null;
-  }
-}
-
-/** True when `pid` is alive and, where the start time is known, still the same process. */
-export function isSameProcessAlive(pid: number, startTime: string | null): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  // No /proc entry at all (other platforms): trust kill(0). A different start time: pid reused.
-  if (now === null) return existsProc() ? false : true;
-  return now === startTime;
-}
-
-let procChecked: boolean | undefined;
-function existsProc(): boolean {
-  procChecked ??= processStartTime(process.pid) !== null;
-  return procChecked;
-}
+// The generic /proc helpers live in shared/procs.ts (the local stack uses them too).
+export { isSameProcessAlive, processCommandLine, processStartTime } from '../../shared/procs.ts';
 
 /** The ready line `serve` prints (DESIGN §6): `{"ready":true,"listen":"127.0.0.1:<port>","pid":N,"data_dir":D}`. */
 export interface ReadyLine {

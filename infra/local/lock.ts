@@ -8,7 +8,7 @@
  */
 import { linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, relative, isAbsolute } from 'node:path';
-import { isSameProcessAlive, processStartTime } from '../../host-agent/tenants/processes.ts';
+import { isSameProcessAlive, processStartTime } from '../../shared/procs.ts';
 import type { ProcessRecord } from './processes.ts';
 
 /** What the lock file holds. */

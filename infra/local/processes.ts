@@ -5,7 +5,7 @@
  * (docs/local-stack.md "Processes").
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { isSameProcessAlive, processCommandLine, processStartTime } from '../../host-agent/tenants/processes.ts';
+import { isSameProcessAlive, processCommandLine, processStartTime } from '../../shared/procs.ts';
 
 /** A process as recorded: the pid, the kernel's start time (so a reused pid is not mistaken for it) and its command line. */
 export interface ProcessRecord {

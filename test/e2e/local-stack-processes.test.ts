@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, portIsFree } from '../../infra/local/dynamodb.ts';
-import { processStartTime } from '../../host-agent/tenants/processes.ts';
+import { processStartTime } from '../../shared/procs.ts';
 import { REPO, tempDir } from '../helpers/env.ts';
 import { alive, cmdline, descendants, survivors } from '../helpers/procs.ts';
 
