@@ -1,6 +1,6 @@
 /**
- * The environment of a function invocation (contract PUT functions/secrets; DESIGN §3 Function
- * secrets; issue #8). Internal route of the host agent:
+ * The environment of a function invocation (the interface contract "PUT functions/secrets";
+ * docs/secrets.md). Internal route of the host agent:
  * `POST /internal/v1/projects/{id}/function-env` `{function_name, cloud_origin}` → `{env}`.
  *
  * Order of `env` (docs/secrets.md): the project's secrets decrypted, by name, then `PROJECT_ID`,
@@ -9,32 +9,13 @@
  *
  * The answer holds secret values: it is never logged, and any failure names the secret and key id only.
  */
-import { z } from 'zod';
 import { loadSealedSecrets, RESERVED_ENV_NAMES } from '../../shared/db/secrets.ts';
 import { projectIdSchema } from '../../shared/schemas.ts';
+import { functionEnvRequestSchema } from '../../shared/schemas/secrets.ts';
 import { openSecret } from '../../shared/secrets-crypto.ts';
 import type { AgentContext } from '../context.ts';
 import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
-
-/** Function names (not in the contract; ours): a letter, then letters, digits, `_` or `-`, at most 64. */
-export const functionNameSchema = z
-  .string()
-  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$');
-
-/** The public origin of the service as the function should see it: `scheme://host[:port]`, nothing more. */
-export const cloudOriginSchema = z
-  .string()
-  .max(2048, 'is too long')
-  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v, {
-    message: 'must be an http(s) origin such as https://api.example.com (no path, no trailing slash)',
-  });
-
-/** Body of the function-env route. */
-export const functionEnvRequestSchema = z.strictObject({
-  function_name: functionNameSchema,
-  cloud_origin: cloudOriginSchema,
-});
 
 /** What an invocation is for. */
 export interface InvocationTarget {

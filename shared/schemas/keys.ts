@@ -1,0 +1,14 @@
+/**
+ * Project key inputs (the interface contract "Project keys"; docs/dataplane.md "Keys"): the key id, and the body
+ * of the host agent's internal invalidation route.
+ */
+import { z } from 'zod';
+import { projectIdSchema } from '../schemas.ts';
+
+/** A project key's id: the 32 hex digits a `svc1_` key carries (shared/auth.ts). */
+export const keyIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'must match ^[0-9a-f]{32}$');
+
+// Internal API (handlers → host agent)
+
+/** Body of `POST /internal/v1/keys/{key_id}/invalidate`. */
+export const invalidateKeyRequestSchema = z.strictObject({ project_id: projectIdSchema });
