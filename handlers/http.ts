@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { Page } from '../shared/db/pagination.ts';
 import { errors } from '../shared/errors.ts';
 import type { Ctx } from './context.ts';
+import { pageOf, type AnsweredPage, type PageQuery } from './domain/pages.ts';
 import { fieldName, parseOr400 } from '../shared/validation.ts';
 
 /** The helpers both HTTP sides share (shared/http/body.ts), re-exported for the routes. */
@@ -71,20 +72,12 @@ export function queryOf<S extends z.ZodObject>(
   return parseOr400(schema, raw, 'query');
 }
 
-/**
- * One page of a list as answered (docs/api.md "Decisions"): `read` gets the page size (the query's
- * `limit`, else the default) and where to resume, opened from the query's sealed `cursor`; the
- * answer's `next_cursor` is sealed for the same list. `list` names the list (its kind and the ids
- * it is scoped to), so a cursor of another list, project, bucket or account does not open here.
- */
-export async function listPage<T>(
+/** One page of a list as answered: `pageOf` (handlers/domain/pages.ts) over the request's deps. */
+export function listPage<T>(
   ctx: Ctx,
   list: readonly string[],
-  query: { limit?: number | undefined; cursor?: string | undefined },
+  query: PageQuery,
   read: (limit: number, after: string | undefined) => Promise<Page<T>>,
-): Promise<{ items: T[]; next_cursor: string | null }> {
-  const { cursors, settings } = ctx.deps;
-  const after = query.cursor === undefined ? undefined : await cursors.open(list, query.cursor);
-  const page = await read(query.limit ?? settings.SVCD_LIST_LIMIT_DEFAULT, after);
-  return { items: page.items, next_cursor: page.nextCursor === null ? null : await cursors.seal(list, page.nextCursor) };
+): Promise<AnsweredPage<T>> {
+  return pageOf(ctx.deps, list, query, read);
 }

@@ -1,20 +1,20 @@
 /**
- * The handlers application: composes the per-resource route modules and renders every answer and
- * error in one place (STYLE "Errors"). `createApp(deps).fetch(request)` is what every entry
- * (miniflare worker, Node server, function gateway) calls.
+ * The handlers application: composes the per-resource route modules (handlers/routes/) and renders
+ * every answer and error in one place (shared/errors.ts). `createApp(deps).fetch(request)` is what
+ * every entry (miniflare worker, Node server, function gateway) calls.
  */
 import { Router } from 'itty-router';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
-import * as accounts from './accounts.ts';
+import * as accounts from './routes/accounts.ts';
 import type { Deps, Routes } from './context.ts';
-import * as health from './health.ts';
-import * as keys from './keys.ts';
-import * as lifecycle from './lifecycle.ts';
-import * as projects from './projects.ts';
-import * as receipts from './receipts.ts';
-import * as realtime from './realtime.ts';
-import * as secrets from './secrets.ts';
+import * as health from './routes/health.ts';
+import * as keys from './routes/keys.ts';
+import * as lifecycle from './routes/lifecycle.ts';
+import * as projects from './routes/projects.ts';
+import * as receipts from './routes/receipts.ts';
+import * as realtime from './routes/realtime.ts';
+import * as secrets from './routes/secrets.ts';
 import * as storage from './storage.ts';
 
 /** Route modules, in registration order. Each resource adds its module here (one line). */

@@ -5,11 +5,11 @@
  * could be placed and woken. No live agent: 503 in the error envelope, with the figures beside it.
  * Never names an agent's address or any secret.
  */
-import { agentIsLive, listAgents } from '../shared/db/agents.ts';
-import { envelopeOf, errors } from '../shared/errors.ts';
-import { nowIso } from '../shared/time.ts';
-import type { Routes } from './context.ts';
-import { json } from './http.ts';
+import { agentIsLive, listAgents } from '../../shared/db/agents.ts';
+import { envelopeOf, errors } from '../../shared/errors.ts';
+import { nowIso } from '../../shared/time.ts';
+import type { Routes } from '../context.ts';
+import { json } from '../http.ts';
 
 const NO_STORE = { 'cache-control': 'no-store' };
 

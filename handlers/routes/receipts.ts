@@ -1,9 +1,9 @@
-/** Route: `GET /v0/projects/{id}/receipts`, the owner's receipts, newest first (DESIGN §3 Receipts). */
-import { listReceipts } from '../shared/db/receipts.ts';
-import { pageQuerySchema } from '../shared/schemas.ts';
-import { requireOwnedProject } from './auth.ts';
-import type { Routes } from './context.ts';
-import { json, listPage, noBody, queryOf } from './http.ts';
+/** Route: `GET /v0/projects/{id}/receipts`, the owner's receipts, newest first (docs/storage.md). */
+import { pageQuerySchema } from '../../shared/schemas.ts';
+import { requireOwnedProject } from '../auth.ts';
+import type { Routes } from '../context.ts';
+import { listProjectReceipts } from '../domain/receipts.ts';
+import { json, noBody, queryOf } from '../http.ts';
 
 /** Registers the receipts route. */
 export function register(router: Routes): void {
@@ -11,7 +11,7 @@ export function register(router: Routes): void {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
     await noBody(request);
-    const page = await listPage(ctx, ['receipts', project.id], query, (limit, after) => listReceipts(ctx.deps.db, project.id, limit, after));
+    const page = await listProjectReceipts(ctx.deps, project.id, query);
     return json({ receipts: page.items, next_cursor: page.next_cursor });
   });
 }

@@ -1,21 +1,18 @@
 /**
- * Routes: function secrets (contract "PUT /v0/projects/{id}/functions/secrets/{name}"; DESIGN §3
- * Function secrets; issue #8). Owner session only: a project key is 401 (requireOwnedProject), another
- * owner's project is 404. Answers carry metadata only; the value is sealed here, before anything is
- * stored, and never appears in an answer, an error message, a receipt or a log line.
+ * Routes: function secrets (contract "PUT /v0/projects/{id}/functions/secrets/{name}"; docs/secrets.md).
+ * Owner session only: a project key is 401 (requireOwnedProject), another owner's project is 404.
+ * Answers carry metadata only; the rules are in handlers/domain/secrets.ts.
  *
  * Beyond the contract, as users expect: list (`GET …/functions/secrets`), read one secret's metadata,
  * and delete (receipted `secret.delete`).
  */
 import { z } from 'zod';
-import { deleteSecret, getSecret, listSecrets, putSecret, RESERVED_ENV_NAMES, SECRET_NAME_PATTERN } from '../shared/db/secrets.ts';
-import { ServiceError, errors } from '../shared/errors.ts';
-import { pageQuerySchema } from '../shared/schemas.ts';
-import { sealSecret } from '../shared/secrets-crypto.ts';
-import { nowIso } from '../shared/time.ts';
-import { requireOwnedProject } from './auth.ts';
-import type { Routes } from './context.ts';
-import { json, listPage, noBody, noInput, pathParam, queryOf, readJson } from './http.ts';
+import { RESERVED_ENV_NAMES, SECRET_NAME_PATTERN } from '../../shared/db/secrets.ts';
+import { pageQuerySchema } from '../../shared/schemas.ts';
+import { requireOwnedProject } from '../auth.ts';
+import type { Routes } from '../context.ts';
+import { deleteProjectSecret, listProjectSecrets, projectSecret, putProjectSecret } from '../domain/secrets.ts';
+import { json, noBody, noInput, pathParam, queryOf, readJson } from '../http.ts';
 
 /** Longest value, in characters (Unicode code points), per the contract's "Limits". */
 export const SECRET_VALUE_MAX_CHARS = 4096;
@@ -52,24 +49,19 @@ const SECRETS_PATH = '/v0/projects/:id/functions/secrets';
 /** Registers the function-secret routes. */
 export function register(router: Routes): void {
   router.put(`${SECRETS_PATH}/:name`, async (request, ctx) => {
-    const { settings, db, now } = ctx.deps;
     const { accountId, project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
-    const body = await readJson(request, putSecretRequestSchema, settings.SVCD_JSON_MAX_BYTES);
-    const ring = ctx.deps.secrets;
-    if (!ring) throw new ServiceError('not_implemented', 'function secrets are not configured on this deployment (SVCD_SECRETS_KEYS)');
-    const sealed = await sealSecret(ring, project.id, name, body.value);
-    const change = { project: project.id, name, actor: accountId, requestId: ctx.requestId, at: nowIso(now()) };
-    const { secret, created } = await putSecret(db, change, sealed);
+    const body = await readJson(request, putSecretRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
+    const change = { requestId: ctx.requestId, accountId, projectId: project.id, name };
+    const { secret, created } = await putProjectSecret(ctx.deps, { ...change, value: body.value });
     return json(secret, created ? 201 : 200);
   });
 
   router.get(SECRETS_PATH, async (request, ctx) => {
-    const { db } = ctx.deps;
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
     await noBody(request);
-    const page = await listPage(ctx, ['secrets', project.id], query, (limit, after) => listSecrets(db, project.id, limit, after));
+    const page = await listProjectSecrets(ctx.deps, project.id, query);
     return json({ secrets: page.items, next_cursor: page.next_cursor });
   });
 
@@ -77,16 +69,13 @@ export function register(router: Routes): void {
     const { project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
     await noInput(request);
-    const secret = await getSecret(ctx.deps.db, project.id, name);
-    if (!secret) throw errors.notFound(`secret ${name} not found`);
-    return json(secret);
+    return json(await projectSecret(ctx.deps, project.id, name));
   });
 
   router.delete(`${SECRETS_PATH}/:name`, async (request, ctx) => {
     const { accountId, project } = await requireOwnedProject(request, ctx);
     const name = pathParam(request.params.name, 'name', secretNameSchema);
     await noInput(request);
-    const change = { project: project.id, name, actor: accountId, requestId: ctx.requestId, at: nowIso(ctx.deps.now()) };
-    return json(await deleteSecret(ctx.deps.db, change));
+    return json(await deleteProjectSecret(ctx.deps, { requestId: ctx.requestId, accountId, projectId: project.id, name }));
   });
 }

@@ -28,7 +28,7 @@ afterAll(() => {
 
 describe('Node entry', () => {
   it('serves the handlers: health, signup, a session-guarded list, and the 404 envelope', async () => {
-    // No host agent is registered in this deployment: the handlers answer, and say so (handlers/health.ts).
+    // No host agent is registered in this deployment: the handlers answer, and say so (handlers/routes/health.ts).
     const health = await fetch(`${url}/v0/health`);
     expect(health.status).toBe(503);
     expect(await health.json()).toMatchObject({ error: { code: 'orchestrator_unavailable' }, status: 'degraded', agents: { live: 0, total: 0 } });

@@ -1,0 +1,94 @@
+/**
+ * The tenant lifecycle (contract "States and transitions"; docs/lifecycle.md): wakeup, sleep, head,
+ * snapshot and restore are done by the project's host agent, which records the state; the handlers
+ * only pass it what they read. Snapshot reads come from DynamoDB.
+ */
+import { getSnapshot, listSnapshots, type Snapshot } from '../../shared/db/snapshots.ts';
+import { getOwnedProject, projectView, type ProjectRecord } from '../../shared/db/projects.ts';
+import { errors } from '../../shared/errors.ts';
+import type { RecordedState, TenantStateAnswer } from '../../shared/lifecycle.ts';
+import type { Project } from '../../shared/schemas.ts';
+import type { Deps } from '../context.ts';
+import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
+import { agentFor, prefetchAgent, type AgentPrefetch } from './placement.ts';
+
+/** An owned project about to be handed to its agent, with its agent record possibly being read already. */
+export interface ProjectForAgent {
+  project: ProjectRecord;
+  prefetched?: AgentPrefetch | undefined;
+}
+
+/** A lifecycle call: the request it serves and the project it acts on. */
+export interface LifecycleCall extends ProjectForAgent {
+  requestId: string;
+}
+
+function recordedOf(project: ProjectRecord): RecordedState {
+  return { state: project.state, updated_at: project.updated_at };
+}
+
+/**
+ * The caller's project, 404 for any other, with the agent record of a remembered placement read
+ * alongside it rather than after it (handlers/domain/placement.ts). Call once the session is verified.
+ */
+export async function ownedProjectForAgent(deps: Deps, accountId: string, projectId: string): Promise<ProjectForAgent> {
+  const prefetched = prefetchAgent(deps, projectId);
+  const project = await getOwnedProject(deps.db, projectId, accountId);
+  return { project, prefetched };
+}
+
+/** Calls the project's agent on one of its internal lifecycle routes. */
+async function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
+  const agent = await agentFor(deps, call.project, call.prefetched);
+  return deps.agents.json<T>(agent, 'POST', `/internal/v1/projects/${call.project.id}/${op}`, {
+    body: { recorded: recordedOf(call.project), ...body },
+    requestId: call.requestId,
+  });
+}
+
+/** The project as answered, with the state its agent now records. */
+export function withState(project: ProjectRecord, state: TenantStateAnswer): Project {
+  return projectView({ ...project, state: state.state, updated_at: state.updated_at });
+}
+
+/** The project with its recorded state reconciled against the live process (contract "GET project"). */
+export async function reconciledProject(deps: Deps, call: LifecycleCall): Promise<Project> {
+  return withState(call.project, await callAgent<TenantStateAnswer>(deps, call, 'reconcile'));
+}
+
+/** Starts the project's engine (idempotent); answers the project as now recorded. */
+export async function wakeup(deps: Deps, call: LifecycleCall): Promise<Project> {
+  return withState(call.project, await callAgent<TenantStateAnswer>(deps, call, 'wakeup'));
+}
+
+/** Stops the project's engine (idempotent); answers the project as now recorded. */
+export async function sleep(deps: Deps, call: LifecycleCall): Promise<Project> {
+  return withState(call.project, await callAgent<TenantStateAnswer>(deps, call, 'sleep'));
+}
+
+/** The engine's head as the agent reports it. */
+export function head(deps: Deps, call: LifecycleCall): Promise<Record<string, unknown>> {
+  return callAgent<Record<string, unknown>>(deps, call, 'head');
+}
+
+/** Takes a snapshot through the agent; answers the snapshot as recorded. */
+export function createSnapshot(deps: Deps, call: LifecycleCall & { label: string | null }): Promise<Record<string, unknown>> {
+  return callAgent<Record<string, unknown>>(deps, call, 'snapshots', { label: call.label });
+}
+
+/** Restores a snapshot through the agent; answers what the agent answers. */
+export function restore(deps: Deps, call: LifecycleCall & { snapshotId: string }): Promise<Record<string, unknown>> {
+  return callAgent<Record<string, unknown>>(deps, call, 'restore', { snapshot_id: call.snapshotId });
+}
+
+/** One page of the project's snapshots, newest first. */
+export function listProjectSnapshots(deps: Deps, projectId: string, query: PageQuery): Promise<AnsweredPage<Snapshot>> {
+  return pageOf(deps, ['snapshots', projectId], query, (limit, after) => listSnapshots(deps.db, projectId, limit, after));
+}
+
+/** One snapshot of the project; 404 when it has none by that id. */
+export async function snapshotOf(deps: Deps, projectId: string, snapshotId: string): Promise<Snapshot> {
+  const snapshot = await getSnapshot(deps.db, projectId, snapshotId);
+  if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
+  return snapshot;
+}

@@ -1,0 +1,44 @@
+/**
+ * Projects (contract "POST /v0/projects", "GET /v0/projects/{id}"): created stopped on the
+ * least-loaded live host agent and never moved (docs/architecture.md "Pieces"); read with the state
+ * reconciled by that agent; listed per owner.
+ */
+import { choosePlacement, listAgents } from '../../shared/db/agents.ts';
+import { createProject as putProject, listProjects, projectView } from '../../shared/db/projects.ts';
+import { errors } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import type { Project } from '../../shared/schemas.ts';
+import { nowIso } from '../../shared/time.ts';
+import type { Deps } from '../context.ts';
+import { reconciledProject, type LifecycleCall } from './lifecycle.ts';
+import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
+
+/** Creates a stopped project for `owner` on a live agent; 503 `orchestrator_unavailable` when there is none. */
+export async function createProject(deps: Deps, input: { owner: string; name: string }): Promise<Project> {
+  const { settings, db } = deps;
+  const agent = choosePlacement(await listAgents(db), settings.SVCD_AGENT_STALE_MS, deps.now());
+  if (!agent) throw errors.orchestrator('no live host agent can run tenants');
+  const at = nowIso(deps.now());
+  const record = {
+    id: newId('prj'),
+    name: input.name,
+    state: 'stopped' as const,
+    created_at: at,
+    updated_at: at,
+    owner: input.owner,
+    agent_id: agent.agent_id,
+  };
+  await putProject(db, record);
+  return projectView(record);
+}
+
+/** One page of `owner`'s projects. */
+export async function listOwnedProjects(deps: Deps, owner: string, query: PageQuery): Promise<AnsweredPage<Project>> {
+  const page = await pageOf(deps, ['projects', owner], query, (limit, after) => listProjects(deps.db, owner, limit, after));
+  return { items: page.items.map(projectView), next_cursor: page.next_cursor };
+}
+
+/** The project with its recorded state reconciled against the live process by its agent (contract "GET project"). */
+export function readProject(deps: Deps, call: LifecycleCall): Promise<Project> {
+  return reconciledProject(deps, call);
+}
