@@ -1,6 +1,6 @@
 /**
  * Runs one-shot engine commands (`version`, `init`, `status`, `backup`, `restore`) through the engine
- * contract (DESIGN §6): argv only, never a shell; one JSON document on stdout; exit codes mapped to
+ * contract (docs/engine.md "CLI"): argv only, never a shell; one JSON document on stdout; exit codes mapped to
  * the service's errors. Engines run with a minimal environment (no `SVCD_*` settings: secrets never
  * reach an engine), and what an engine says goes to the tenant's log, never to a client. The agent
  * never imports engine code.

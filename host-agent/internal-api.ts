@@ -1,5 +1,5 @@
 /**
- * The agent's internal HTTP API (DESIGN §5). Every request must carry a valid short-lived internal
+ * The agent's internal HTTP API (docs/architecture.md; docs/lifecycle.md "Internal API"). Every request must carry a valid short-lived internal
  * JWT and is refused before any routing or work without one. Route modules register themselves like
  * the public handlers do; errors use the same envelope.
  */

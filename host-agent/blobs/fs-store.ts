@@ -1,5 +1,5 @@
 /**
- * The `fs` blob backend on the host agent (DESIGN §3 Object storage, directory layout `blobs/`).
+ * The `fs` blob backend on the host agent (docs/storage.md; `blobs/` under `SVCD_ROOT`, docs/lifecycle.md "Directory layout").
  *
  * - A blob's path is `blobs/<project>/<name[0..2]>/<name>`: the project id and the name are checked
  *   against their fixed patterns (the name is a SHA-256 hex, shared/blobs/names.ts), so no object

@@ -1,5 +1,5 @@
 /**
- * The agent's cache of project keys for `/v2` (DESIGN §3 Project keys; docs/dataplane.md).
+ * The agent's cache of project keys for `/v2` (docs/dataplane.md "The key cache (host agent)").
  *
  * - Warm: a request whose key id is cached reads nothing from DynamoDB; its secret is checked
  *   against the cached verifier (HMAC-SHA256(pepper, secret), constant-time compare).

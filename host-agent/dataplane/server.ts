@@ -1,6 +1,6 @@
 /**
  * The `/v2` forwarding listener of a host agent (contract "DELETE /v2/{path}", "Authentication" 2–4,
- * "Versioning" 2; DESIGN §3; docs/dataplane.md). Every method on `/v2/...`:
+ * "Versioning" 2; docs/dataplane.md). Every method on `/v2/...`:
  *
  * 1. exactly one `Authorization: Bearer <project key>` (missing, duplicated, malformed, a session
  *    token, unknown, wrong secret, revoked: 401 with `WWW-Authenticate`);
@@ -38,7 +38,7 @@ export interface EngineEndpoints {
   liveEndpoint(projectId: string): EngineEndpoint | null;
   /**
    * Asked only after the engine at `endpoint` refused or reset a connection: is it gone (409)
-   * rather than alive and not answering (502)? host-agent/tenants/supervisor.ts `engineGone`.
+   * rather than alive and not answering (502)? host-agent/tenants/engine.ts `engineGone`.
    */
   engineGone?(projectId: string, endpoint: EngineEndpoint): Promise<boolean>;
 }

@@ -1,5 +1,5 @@
 /**
- * One undici Pool per running engine, keyed by project (STYLE "Processes and streams"). A pool is
+ * One undici Pool per running engine, keyed by project (docs/dataplane.md "The `/v2` listener (host agent)"). A pool is
  * replaced when the project's engine moves to another address and dropped when the engine exits,
  * so no connection outlives the engine it was made to.
  */

@@ -1,5 +1,5 @@
 /**
- * The realtime hub of one host agent (DESIGN §3 Realtime; issue #7): an in-memory fanout that assigns
+ * The realtime hub of one host agent (docs/realtime.md "Inside the host agent"): an in-memory fanout that assigns
  * each event its `id` (one sequence per process, starting at 1) and its `ts`, and writes it to the
  * current subscribers of that project's channel. Nothing is durable: a restart drops every subscriber
  * and resets the sequence (contract "Events" 2).

@@ -1,7 +1,7 @@
 /**
  * Server-Sent Events framing (WHATWG HTML §9.2 "Server-sent events"): `id:`, `event:`, `data:` lines
  * ended by a blank line; comments start with `:`. A field value never contains a raw CR or LF, since
- * either would end the line early and let a value forge further fields (STYLE "Processes and streams").
+ * either would end the line early and let a value forge further fields (docs/realtime.md "The stream").
  *
  * Frames can be built already wrapped in one HTTP/1.1 chunk (RFC 9112 §7.1): the hub writes them
  * straight to the socket of a chunked response, and since the chunk header depends only on the

@@ -1,5 +1,5 @@
 /**
- * Internal routes of the `fs` blob backend (DESIGN §5): the handlers stream object bytes in and out
+ * Internal routes of the `fs` blob backend (docs/storage.md): the handlers stream object bytes in and out
  * of this agent's blob files. Bodies are raw bytes, never JSON, and never buffered.
  *
  *   PUT    /internal/v1/blobs/:project/:name   body = bytes; x-svc-max-bytes, x-svc-length → 201 {size, etag}

@@ -1,5 +1,5 @@
 /**
- * Internal realtime routes of the host agent (DESIGN §3 Realtime, §5):
+ * Internal realtime routes of the host agent (docs/realtime.md "Inside the host agent"):
  * - `POST /internal/v1/projects/{id}/realtime/publish` `{channel, event, payload}` → the event as delivered;
  * - `GET  /internal/v1/projects/{id}/realtime/subscribe?channel=…[&key_id=…]` → Server-Sent Events.
  *

@@ -1,5 +1,5 @@
 /**
- * The directory layout on an engine machine (DESIGN §3 "Directory layout"), in one place:
+ * The directory layout on an engine machine (docs/lifecycle.md "Directory layout"), in one place:
  *
  *   tenants/<project>/data/                    the one active data directory
  *   tenants/<project>/initializing-<ts>-<hex>/ `engine init` at work, renamed to data/ once it succeeded

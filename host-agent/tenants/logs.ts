@@ -1,5 +1,5 @@
 /**
- * Per-tenant engine logs (issue #4 "Logs"): `logs/<project>/engine.log`, rotated by size into
+ * Per-tenant engine logs (docs/lifecycle.md "Logs"): `logs/<project>/engine.log`, rotated by size into
  * `engine.log.1` … `engine.log.<keep>`. Nothing in them is ever sent to a client.
  *
  * The engine's stderr is handed the log file's descriptor directly (O_APPEND), not a pipe through the

@@ -1,5 +1,5 @@
 /**
- * Engine port allocation from `SVCD_ENGINE_PORTS` (issue #4 rule 1): a port is handed out once, never
+ * Engine port allocation from `SVCD_ENGINE_PORTS` (docs/lifecycle.md "Starting an engine"): a port is handed out once, never
  * to two engines of this agent, and only after a probe found it free on the loopback host (other
  * programs, or other agents on the same machine, may hold ports in the range). Exhaustion is 503
  * `orchestrator_unavailable`. The search starts at a random offset so agents sharing a range rarely

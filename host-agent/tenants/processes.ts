@@ -1,5 +1,5 @@
 /**
- * Engine processes as the supervisor sees them (STYLE "Processes and streams"): spawned with an argv
+ * Engine processes as the supervisor sees them (docs/lifecycle.md "Starting an engine", "Stopping"): spawned with an argv
  * array, never a shell; ready only after a validated ready line AND an answered `GET /v2/capabilities`;
  * the exit promise captured at spawn; stop = SIGTERM, a timer, SIGKILL, awaited. An engine found
  * running at agent start (pid record under `run/`) is "adopted": it is not our child, so its exit is
@@ -28,7 +28,7 @@ export interface EngineProcess {
 // The generic /proc helpers live in shared/procs.ts (the local stack uses them too).
 export { isSameProcessAlive, processCommandLine, processStartTime } from '../../shared/procs.ts';
 
-/** The ready line `serve` prints (DESIGN §6): `{"ready":true,"listen":"127.0.0.1:<port>","pid":N,"data_dir":D}`. */
+/** The ready line `serve` prints (docs/engine.md "CLI"): `{"ready":true,"listen":"127.0.0.1:<port>","pid":N,"data_dir":D}`. */
 export interface ReadyLine {
   ready: true;
   listen: string;
@@ -255,7 +255,7 @@ export interface ProbeAnswer {
 }
 
 /**
- * `GET /v2/capabilities` with `X-Svc-Protocol-Minor: 3` on the loopback listener (DESIGN §6), on a
+ * `GET /v2/capabilities` with `X-Svc-Protocol-Minor: 3` on the loopback listener (docs/engine.md "`GET /v2/capabilities`"), on a
  * fresh connection, bounded by `timeoutMs`. Rejects on any transport failure or timeout.
  */
 export function probeCapabilities(host: string, port: number, timeoutMs: number): Promise<ProbeAnswer> {
