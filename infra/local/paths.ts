@@ -5,5 +5,5 @@ import { fileURLToPath } from 'node:url';
 /** The repository root. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The pinned Node 24 (DESIGN §7), or the running one. */
+/** The Node running the stack (the repository pins Node 24, docs/deploy.md): every child runs on it. */
 export const NODE_BIN = process.execPath;

@@ -23,11 +23,11 @@ import { join, resolve } from 'node:path';
 import { loadSettings, type Settings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
+import { awaitReadyLine, exitOf, stopChild } from './children.ts';
 import { startFront } from './front-proxy.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
 import { acquireStackLock, displayDir } from './lock.ts';
 import { groupMembers, killRecorded, signalGroup, waitGone } from './processes.ts';
-
 import { NODE_BIN, REPO_ROOT } from './paths.ts';
 
 export { REPO_ROOT };
@@ -108,48 +108,6 @@ export function localSecrets(dir: string): Record<string, string> {
   return secrets;
 }
 
-/** Starts the child and resolves with its first stdout line parsed as JSON (its ready line). */
-function awaitReadyLine(child: ChildProcess, what: string, timeoutMs: number, output: () => string): Promise<Record<string, unknown>> {
-  return new Promise((ok, fail) => {
-    let buf = '';
-    const timer = setTimeout(() => fail(new Error(`${what} did not become ready within ${timeoutMs} ms: ${output()}`)), timeoutMs);
-    child.stdout!.setEncoding('utf8').on('data', function onData(d: string) {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      child.stdout!.off('data', onData);
-      // Keep draining stdout so the child never blocks on a full pipe.
-      child.stdout!.on('data', () => {});
-      clearTimeout(timer);
-      try {
-        ok(JSON.parse(buf.slice(0, nl)));
-      } catch {
-        fail(new Error(`${what} printed an unexpected first line: ${buf.slice(0, nl)}`));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      fail(new Error(`${what} exited with ${code} during start: ${output().trim().split('\n').slice(-3).join(' | ')}`));
-    });
-  });
-}
-
-/** Stops a child: SIGTERM, then SIGKILL (to its process group when it leads one) after `graceMs`; resolves when it has exited. */
-export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const t = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      child.kill('SIGKILL');
-    }
-  }, graceMs);
-  await exited;
-  clearTimeout(t);
-}
-
 /** First delay before an agent that died is started again; it doubles on each death up to the next constant. */
 const RESTART_FIRST_MS = 500;
 const RESTART_MAX_MS = 30_000;
@@ -158,10 +116,6 @@ const RESTART_RESET_MS = 30_000;
 
 function seconds(ms: number): string {
   return `${ms / 1000} s`;
-}
-
-function exitOf(code: number | null, signal: NodeJS.Signals | null): string {
-  return signal ? `signal ${signal}` : `code ${code}`;
 }
 
 /** Starts the whole local stack. */

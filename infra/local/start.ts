@@ -66,7 +66,7 @@ if (!/^\d+$/.test(flags.agents ?? '1') || !Number.isInteger(agents) || agents < 
 /**
  * A terminal's Ctrl-C reaches this process twice: from the terminal (the whole foreground process
  * group) and from npm, which forwards it to its child. Signals this close to the first are the same
- * request (STYLE "Processes and streams"); a later one forces the exit.
+ * request (docs/local-stack.md); a later one forces the exit.
  */
 const SAME_REQUEST_MS = 1_000;
 

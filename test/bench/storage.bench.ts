@@ -35,7 +35,8 @@ import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { request } from 'undici';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
-import { startStack, stopChild, type Stack } from '../../infra/local/stack.ts';
+import { stopChild } from '../../infra/local/children.ts';
+import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { S3_TEST_BUCKET, S3RVER_CREDENTIALS, s3TestSettings } from '../setup/s3rver.ts';
 import { descendants } from '../helpers/procs.ts';
 
