@@ -84,18 +84,25 @@ export async function waitFor<T>(check: () => T | Promise<T>, ms = 5000, every =
 }
 
 /**
- * Writes an executable fake engine into `dir`: `version` answers `version` (default the pin), and
- * `serve` runs `serveScript` (shell) — everything else is delegated to the real engine.
+ * Writes an executable fake engine into `dir`: `version` answers `version` and `protocolMinor`
+ * (default the pin), each command named in `commands` first runs its shell (which may `exec` to take
+ * over), and everything else is delegated to the real engine. Rewriting the same path swaps the fake
+ * under a running agent.
  */
-export function fakeEngine(dir: string, name: string, options: { version?: string; serve?: string }): string {
+export function fakeEngine(
+  dir: string,
+  name: string,
+  options: { version?: string; protocolMinor?: number; commands?: Record<string, string>; serve?: string },
+): string {
   const path = join(dir, name);
   const version = options.version ?? '3.0.0';
+  const commands = { ...options.commands, ...(options.serve === undefined ? {} : { serve: options.serve }) };
+  const branches = Object.entries(commands)
+    .map(([command, shell]) => `if [ "$1" = ${command} ]; then\n${shell}\nfi\n`)
+    .join('');
   const script = `#!/bin/sh
-if [ "$1" = version ]; then echo '{"engine_version":"${version}","protocol_minor":3}'; exit 0; fi
-if [ "$1" = serve ]; then
-${options.serve ?? `exec "${ENGINE}" "$@"`}
-fi
-exec "${ENGINE}" "$@"
+if [ "$1" = version ]; then echo '{"engine_version":"${version}","protocol_minor":${options.protocolMinor ?? 3}}'; exit 0; fi
+${branches}exec "${ENGINE}" "$@"
 `;
   writeFileSync(path, script);
   chmodSync(path, 0o755);

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
@@ -7,6 +6,7 @@ import { issueInternalToken } from '../../shared/auth.ts';
 import { getAgent, listAgents } from '../../shared/db/agents.ts';
 import { REPO, tempDir, testEnv } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
+import { fakeEngine } from '../helpers/lifecycle.ts';
 
 describe('host agent internal API', () => {
   let svc: TestService;
@@ -49,9 +49,7 @@ describe('an agent whose engine fails the pin check', () => {
   let dir: ReturnType<typeof tempDir>;
   beforeAll(async () => {
     dir = tempDir();
-    const fake = join(dir.dir, 'old-engine');
-    writeFileSync(fake, '#!/bin/sh\necho \'{"engine_version":"2.9.0","protocol_minor":2}\'\n');
-    chmodSync(fake, 0o755);
+    const fake = fakeEngine(dir.dir, 'old-engine', { version: '2.9.0', protocolMinor: 2 });
     svc = await startTestService({ SVCD_ENGINE_BIN: fake });
   });
   afterAll(async () => {

@@ -7,15 +7,14 @@
  * `sleeping` at start.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Layout } from '../../host-agent/tenants/layout.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { tempDir } from '../helpers/env.ts';
 import { ChildAgent, processesWith, startChildDeployment, type ChildDeployment } from '../helpers/child-agent.ts';
-import { ENGINE, call, engineSql, sleep, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
+import { ENGINE, call, engineSql, fakeEngine, sleep, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
 
 let d: ChildDeployment;
 let agent: ChildAgent;
@@ -29,9 +28,7 @@ const api: Api = { request: (...args) => d.api.request(...args) };
 beforeAll(async () => {
   bin = tempDir('svc-first-start-bin-');
   // The real engine, with `init` one second slower: time to SIGKILL the agent while it runs.
-  slowEngine = join(bin.dir, 'slow-init-engine');
-  writeFileSync(slowEngine, `#!/bin/sh\nif [ "$1" = init ]; then sleep 1; fi\nexec "${ENGINE}" "$@"\n`);
-  chmodSync(slowEngine, 0o755);
+  slowEngine = fakeEngine(bin.dir, 'slow-init-engine', { commands: { init: 'sleep 1' } });
   d = await startChildDeployment('svc-first-start-', { SVCD_ENGINE_BIN: slowEngine });
   ({ agent, db, layout, token } = d);
 });
