@@ -15,7 +15,9 @@ import * as projects from './routes/projects.ts';
 import * as receipts from './routes/receipts.ts';
 import * as realtime from './routes/realtime.ts';
 import * as secrets from './routes/secrets.ts';
-import * as storage from './storage.ts';
+import * as buckets from './routes/buckets.ts';
+import * as objects from './routes/objects.ts';
+import * as tickets from './routes/tickets.ts';
 
 /** Route modules, in registration order. Each resource adds its module here (one line). */
 const modules: { register(router: Routes): void }[] = [
@@ -27,7 +29,9 @@ const modules: { register(router: Routes): void }[] = [
   secrets,
   keys,
   lifecycle,
-  storage,
+  buckets,
+  tickets,
+  objects,
 ];
 
 /** What a worker runtime hands each request beside it: work it must let finish after the answer. */

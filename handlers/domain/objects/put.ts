@@ -1,0 +1,176 @@
+/**
+ * A PUT of an object's bytes (docs/storage.md "Nothing lost"): every PUT writes a new immutable
+ * blob, then flips the catalog row to it with a conditional write (re-reading and retrying when
+ * another writer got there first), and only then deletes the blob the row used to point at, after
+ * answering. A failure before the flip removes the new blob; a crash leaves at most an unreferenced
+ * blob, never a row without its bytes.
+ */
+import { blobName, newWriteId } from '../../../shared/blobs/names.ts';
+import type { BlobBackend, BlobStore, BlobWritten } from '../../../shared/blobs/store.ts';
+import type { ProjectRecord } from '../../../shared/db/projects.ts';
+import { newReceipt } from '../../../shared/db/receipts.ts';
+import { commitObject, getObject, type ObjectRecord } from '../../../shared/db/storage.ts';
+import { errors } from '../../../shared/errors.ts';
+import { newId } from '../../../shared/ids.ts';
+import { DEFAULT_CONTENT_TYPE } from '../../../shared/schemas/storage.ts';
+import { nowIso } from '../../../shared/time.ts';
+import type { Deps } from '../../context.ts';
+import { discardBlob, earlyStore, storeFor } from './blobs.ts';
+import { FLIP_ATTEMPTS, backOff, ownedWith } from './catalog.ts';
+
+/** A PUT of `bucket/key`, its size limit already checked against the declared length. */
+export interface PutInput {
+  requestId: string;
+  accountId: string;
+  projectId: string;
+  bucket: string;
+  key: string;
+  /** The validated `Content-Type`, or null when the request names none. */
+  contentType: string | null;
+  /** The declared `Content-Length`, or null when the body streams without one. */
+  length: number | null;
+  body: ReadableStream<Uint8Array> | null;
+  signal: AbortSignal;
+  /** Runs `task` once the answer has gone out (the replaced blob's deletion). */
+  afterAnswer(task: Promise<void>): void;
+}
+
+/**
+ * What a PUT answers: the stored row (`replaced` when it replaced stored bytes), or a refusal met
+ * before the bytes were written (`refused`: the body may still be unread, for the caller to drain).
+ */
+export type PutResult = { kind: 'stored'; row: ObjectRecord; replaced: boolean } | { kind: 'refused'; error: unknown };
+
+/** Writes the bytes of `bucket/key` and flips its row to them. */
+export async function putObject(deps: Deps, input: PutInput): Promise<PutResult> {
+  let prepared: Awaited<ReturnType<typeof preparePut>>;
+  try {
+    prepared = await preparePut(deps, input);
+  } catch (error) {
+    return { kind: 'refused', error };
+  }
+  const { requestId, accountId, bucket, key, contentType } = input;
+  const { project, backend, current, store } = prepared;
+
+  // 1. The bytes, into a blob nobody references yet (already written when the write could start
+  // beside the catalog reads).
+  const { name, written } = prepared.blob ?? (await writeBlob(deps, store, input, contentType ?? current?.content_type));
+
+  // 2. The conditional flip of the row to that blob, with its receipt.
+  let prev = current;
+  for (let attempt = 1; ; attempt++) {
+    const at = nowIso(deps.now());
+    const next: ObjectRecord = {
+      id: prev?.id ?? newId('obj'),
+      project: project.id,
+      bucket,
+      key,
+      size: written.size,
+      etag: written.etag,
+      // The header decides; a ticket's content type stands in when the PUT names none.
+      content_type: contentType ?? (prev?.state === 'pending' ? prev.content_type : DEFAULT_CONTENT_TYPE),
+      backend,
+      state: 'stored',
+      created_at: prev?.created_at ?? at,
+      updated_at: at,
+      blob: name,
+    };
+    const receipt = newReceipt({ project: project.id, op: 'object.put', target: `${bucket}/${key}`, actor: accountId, request_id: requestId, at });
+    let flipped: boolean;
+    try {
+      flipped = await commitObject(deps.db, next, prev, receipt);
+    } catch (err) {
+      await discardBlob(deps, requestId, project, backend, name, store);
+      throw err;
+    }
+    if (flipped) {
+      // 3. Only now is the previous blob unreferenced: it is deleted after the answer, off the
+      // client's wait. Should that never happen (a crash, a store that is down), what is left is an
+      // unreferenced blob, never a row without bytes.
+      if (prev?.blob) input.afterAnswer(discardBlob(deps, requestId, project, prev.backend, prev.blob, prev.backend === backend ? store : undefined));
+      return { kind: 'stored', row: next, replaced: prev?.state === 'stored' };
+    }
+    if (attempt >= FLIP_ATTEMPTS) {
+      await discardBlob(deps, requestId, project, backend, name, store);
+      throw errors.conflict(`object ${bucket}/${key} is being written concurrently, retry`);
+    }
+    // Another writer changed the row since it was read: read again and flip over what it left.
+    await backOff(attempt);
+    prev = await getObject(deps.db, project.id, bucket, key);
+  }
+}
+
+/** Writes the PUT's body into a new blob of `store`; answers its name and what the store says of it. */
+async function writeBlob(
+  deps: Deps,
+  store: BlobStore,
+  input: PutInput,
+  contentType: string | null | undefined,
+): Promise<{ name: string; written: BlobWritten }> {
+  const { projectId, bucket, key } = input;
+  const name = await blobName(projectId, bucket, key, newWriteId());
+  const written = await store.put(projectId, name, {
+    body: input.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    length: input.length,
+    maxBytes: deps.settings.SVCD_STORAGE_MAX_BYTES,
+    contentType: contentType ?? DEFAULT_CONTENT_TYPE,
+    signal: input.signal,
+  });
+  return { name, written };
+}
+
+/**
+ * Everything a PUT of bytes reads before the flip. Any failure before the body is touched leaves it
+ * unread, for the caller to drain while it answers.
+ *
+ * The catalog reads (project, bucket, row) cost a DynamoDB round trip. When this isolate has seen
+ * the caller own the project, and (on `fs`) knows its live agent without a read, the blob is
+ * written while they are under way rather than after (`blob` in the answer). Only then: a stranger's
+ * PUT never writes a byte, and learns nothing from how long its 404 takes. Should the reads refuse
+ * after all (a bucket that does not exist, say), the body has been taken in whole by then, and the
+ * new blob, which nothing references, is deleted before the refusal is answered.
+ */
+async function preparePut(
+  deps: Deps,
+  input: PutInput,
+): Promise<{
+  project: ProjectRecord;
+  backend: BlobBackend;
+  current: ObjectRecord | null;
+  store: BlobStore;
+  blob: { name: string; written: BlobWritten } | null;
+}> {
+  const { requestId, accountId, projectId, bucket, key } = input;
+  const backend = deps.settings.SVCD_BLOB_BACKEND;
+  const reads = ownedWith(deps, accountId, projectId, bucket, key);
+
+  const early = deps.placement.ownerOf(projectId) === accountId ? earlyStore(deps, requestId, projectId, backend) : null;
+  if (!early) {
+    const { project, bucket: bucketRecord, object: current } = await reads;
+    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
+    const store = await storeFor(deps, requestId, project, backend);
+    return { project, backend, current, store, blob: null };
+  }
+
+  // The row is not known yet: the blob's own content type (S3 metadata, which nothing serves) is
+  // the header's; the row's is decided at the flip as always.
+  const writing = writeBlob(deps, early.store, input, input.contentType);
+  const [read, wrote] = await Promise.allSettled([reads, writing]);
+  let refusal: unknown = null;
+  if (read.status === 'rejected') refusal = read.reason;
+  else if (!read.value.bucket) refusal = errors.notFound(`bucket ${bucket} not found`);
+  // Tenants never move, so a remembered placement cannot be wrong; should it be, nothing is kept.
+  else if (early.agentId !== null && read.value.project.agent_id !== early.agentId) refusal = errors.upstream(`project ${projectId} is not on host agent ${early.agentId}, retry`);
+  if (refusal !== null) {
+    if (wrote.status === 'fulfilled') {
+      const { name } = wrote.value;
+      await early.store.delete(projectId, name).catch((err: Error) => {
+        deps.log(`storage: request ${requestId}: unreferenced ${backend} blob ${projectId}/${name} left behind: ${err.message}`);
+      });
+    }
+    throw refusal;
+  }
+  if (wrote.status === 'rejected') throw wrote.reason;
+  const { project, object: current } = (read as PromiseFulfilledResult<Awaited<typeof reads>>).value;
+  return { project, backend, current, store: early.store, blob: wrote.value };
+}

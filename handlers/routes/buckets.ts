@@ -1,0 +1,26 @@
+/** Routes: buckets (the interface contract "PUT/GET storage/buckets"; docs/storage.md). */
+import { pageQuerySchema } from '../../shared/schemas.ts';
+import { bucketNameSchema } from '../../shared/schemas/storage.ts';
+import { requireOwnedProject } from '../auth.ts';
+import type { Routes } from '../context.ts';
+import { bucketView, bucketsPage, putBucket } from '../domain/objects/buckets.ts';
+import { json, listPage, noBody, noInput, pathParam, queryOf } from '../http.ts';
+
+/** Registers the bucket routes. */
+export function register(router: Routes): void {
+  router.put('/v0/projects/:id/storage/buckets/:bucket', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
+    await noInput(request);
+    const { bucket, created } = await putBucket(ctx.deps, project.id, name);
+    return json(bucketView(bucket), created ? 201 : 200);
+  });
+
+  router.get('/v0/projects/:id/storage/buckets', async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const query = queryOf(new URL(request.url), pageQuerySchema);
+    await noBody(request);
+    const page = await listPage(ctx, ['buckets', project.id], query, (limit, after) => bucketsPage(ctx.deps, project.id, limit, after));
+    return json({ buckets: page.items.map(bucketView), next_cursor: page.next_cursor });
+  });
+}

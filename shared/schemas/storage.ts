@@ -1,0 +1,62 @@
+/**
+ * Storage inputs: bucket names, object keys, content types and the ticket, delete and list
+ * requests (the interface contract "Bucket record", "Object catalog row", "Limits"; docs/storage.md).
+ */
+import { z } from 'zod';
+import { pageQuerySchema } from '../schemas.ts';
+
+/** Bucket name: S3-compatible, the same on every backend. */
+export const bucketNameSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, 'must match ^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$');
+
+/**
+ * Object key: 1 to 1024 characters (Unicode code points), any of them, but well-formed Unicode and
+ * not `.` or `..` alone: no URL can carry those as a path segment (clients collapse them, even
+ * percent-encoded), so such an object could never be uploaded or read.
+ */
+export const objectKeySchema = z
+  .string()
+  .min(1, 'must be 1 to 1024 characters')
+  .refine((k) => !/[\uD800-\uDFFF]/u.test(k), 'must be valid Unicode (no lone surrogate)')
+  .refine((k) => codePoints(k) <= 1024, 'must be at most 1024 characters')
+  .refine((k) => k !== '.' && k !== '..', 'must not be "." or ".."');
+
+/** A content type: 1 to 255 characters that can travel in a header (visible ASCII, space, tab). */
+export const contentTypeSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(255, 'must be at most 255 characters')
+  .regex(/^[\x21-\x7e][\t\x20-\x7e]*$/, 'must be printable ASCII');
+
+/** Body of `POST …/storage/uploads`. */
+export const uploadTicketRequestSchema = z.strictObject({
+  bucket: bucketNameSchema,
+  key: objectKeySchema,
+  content_type: contentTypeSchema.nullable().optional(),
+});
+
+/** Body of `POST …/storage/downloads`. */
+export const downloadTicketRequestSchema = z.strictObject({ bucket: bucketNameSchema, key: objectKeySchema });
+
+/** Body of `DELETE …/storage/objects`. */
+export const deleteObjectRequestSchema = z.strictObject({ bucket: bucketNameSchema, key: objectKeySchema });
+
+/** Query of `GET …/storage/objects`: a page of one bucket. */
+export const listObjectsQuerySchema = pageQuerySchema.extend({ bucket: bucketNameSchema });
+
+/** The content type of bytes whose writer named none. */
+export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
