@@ -6,7 +6,7 @@
 import { getSnapshot, listSnapshots, type Snapshot } from '../../shared/db/snapshots.ts';
 import { getOwnedProject, projectView, type ProjectRecord } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
-import type { RecordedState, TenantStateAnswer } from '../../shared/lifecycle.ts';
+import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import type { Project } from '../../shared/schemas.ts';
 import type { Deps } from '../context.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';

@@ -6,7 +6,7 @@
  * docs/lifecycle.md). Wakeup, sleep and head take no body and no query: either is 400 (docs/api.md
  * "Decisions").
  */
-import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema } from '../../shared/lifecycle.ts';
+import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema } from '../../shared/schemas/lifecycle.ts';
 import { pageQuerySchema } from '../../shared/schemas.ts';
 import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
 import type { Routes } from '../context.ts';

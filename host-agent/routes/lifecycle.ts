@@ -10,7 +10,7 @@
  *   POST /internal/v1/projects/{id}/snapshots  {recorded, label?}        → Snapshot
  *   POST /internal/v1/projects/{id}/restore    {recorded, snapshot_id}   → restore answer
  */
-import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from '../../shared/lifecycle.ts';
+import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from '../../shared/schemas/lifecycle.ts';
 import { projectIdSchema } from '../../shared/schemas.ts';
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';

@@ -7,7 +7,7 @@
 import { getProject, setProjectState } from '../../shared/db/projects.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { errors } from '../../shared/errors.ts';
-import type { RecordedState, TenantStateAnswer } from '../../shared/lifecycle.ts';
+import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import type { ProjectState } from '../../shared/schemas.ts';
 import { nowIso } from '../../shared/time.ts';
 

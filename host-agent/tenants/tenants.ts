@@ -15,7 +15,7 @@ import type { Settings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
 import type { Snapshot } from '../../shared/db/snapshots.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
-import type { RecordedState, TenantStateAnswer } from '../../shared/lifecycle.ts';
+import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import { adoptOrStop } from './adoption.ts';
 import { EngineSlots } from './capacity.ts';
 import { Engines, type Live, type LiveEndpoint } from './engine.ts';

@@ -1,11 +1,11 @@
 /**
  * Request bodies of the lifecycle routes (contract "POST snapshots", "POST restore") and the shapes
- * the handlers and the host agent exchange for them on the internal API (DESIGN §5). Web-standard
- * only: the handlers bundle imports it.
+ * the handlers and the host agent exchange for them on the internal API (docs/lifecycle.md "Internal
+ * API"). Web-standard only: the handlers bundle imports it.
  */
 import { z } from 'zod';
-import { ID_PATTERNS } from './ids.ts';
-import { labelSchema, projectStateSchema } from './schemas.ts';
+import { ID_PATTERNS } from '../ids.ts';
+import { labelSchema, projectStateSchema } from '../schemas.ts';
 
 export const snapshotIdSchema = z.string().regex(ID_PATTERNS.snap, 'must match ^snap_[0-9a-f]{16}$');
 
@@ -22,6 +22,8 @@ export const restoreRequestSchema = z.strictObject({ snapshot_id: snapshotIdSche
  */
 export const recordedStateSchema = z.strictObject({ state: projectStateSchema, updated_at: z.string() });
 export type RecordedState = z.output<typeof recordedStateSchema>;
+
+// Internal API (handlers → host agent)
 
 /** Internal body of wakeup, sleep, reconcile and head. */
 export const tenantCallSchema = z.strictObject({ recorded: recordedStateSchema });
