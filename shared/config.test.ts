@@ -4,13 +4,16 @@ import { ConfigError, enginePortRange, inviteCodes, loadSettings } from './confi
 const secrets = { SVCD_SESSION_SECRET: 'a'.repeat(32), SVCD_KEY_PEPPER: 'b'.repeat(32), SVCD_INTERNAL_SECRET: 'c'.repeat(32) };
 
 describe('settings', () => {
-  it('apply the documented defaults', () => {
-    const s = loadSettings(secrets);
-    expect(s.SVCD_PORT).toBe(8787);
-    expect(s.SVCD_JSON_MAX_BYTES).toBe(65536);
-    expect(s.SVCD_STORAGE_MAX_BYTES).toBe(32 * 1024 * 1024);
-    expect(s.SVCD_SESSION_TTL).toBe(86400);
-    expect(enginePortRange(s)).toEqual([20000, 20999]);
+  it('take the default for a setting left unset or empty, and a given value over it', () => {
+    const unset = loadSettings(secrets);
+    expect(loadSettings({ ...secrets, SVCD_PORT: '' }).SVCD_PORT).toBe(unset.SVCD_PORT);
+    expect(loadSettings({ ...secrets, SVCD_PORT: '9000' }).SVCD_PORT).toBe(9000);
+    expect(loadSettings({ ...secrets, SVCD_S3_FORCE_PATH_STYLE: '1' }).SVCD_S3_FORCE_PATH_STYLE).toBe(true);
+  });
+
+  it('read the engine port range, and refuse one that runs backwards', () => {
+    expect(enginePortRange(loadSettings({ ...secrets, SVCD_ENGINE_PORTS: '30000-30009' }))).toEqual([30000, 30009]);
+    expect(() => enginePortRange(loadSettings({ ...secrets, SVCD_ENGINE_PORTS: '30009-30000' }))).toThrow(/SVCD_ENGINE_PORTS/);
   });
 
   it('name a missing secret in one line', () => {
