@@ -1,33 +1,16 @@
 /**
- * Repository: buckets and the object catalog (contract "Bucket record", "Object catalog row",
- * "Object states"; DESIGN §3 Object storage, §4).
+ * Repository: buckets and the object catalog (the interface contract "Bucket record", "Object
+ * catalog row", "Object states"; docs/storage.md "Catalog layout in DynamoDB").
  *
  * Both live in the project's partition `PRJ#<prj>`: buckets under `BKT#<bucket>`, catalog rows under
- * `OBJ#<bucket>#<key part>`.
- *
- * ## Catalog sort keys
- * DynamoDB sort keys hold at most 1024 bytes, while an object key is up to 1024 characters, which
- * is up to 4 KiB of UTF-8. DynamoDB orders strings by their UTF-8 bytes, which is Unicode code point
- * order, the order S3 lists keys in and the one listing promises. The key part is:
- *
- * - the key itself when its UTF-8 fits `KEY_PART_BUDGET` (923) bytes: every ASCII key up to 923
- *   characters, so nearly every real key, sorts by DynamoDB alone;
- * - otherwise `T + X + h`: `T` is the longest code-point prefix of the key within the budget,
- *   `X` is the smallest code point whose UTF-8 is one byte longer than the budget has left
- *   (U+0001, U+0080, U+0800 or U+10000), and `h` is 32 hex of the key's SHA-256, for uniqueness.
- *
- * Every long key whose first code point beyond `T` did not fit is larger than every code point that
- * would have fit, and `X` is exactly the first of those larger code points: so `T + X` sorts after
- * every key that continues `T` within the budget and before every key with a larger prefix. Keys
- * sharing one `T + X` (a "group") sort among themselves by hash, not by key; they are adjacent, and
- * listing reads a whole group and orders it in memory. With the budget at 923 bytes the sort key is
- * at most `OBJ#` + 63 + `#` + 923 + 1 + 32 = 1023 bytes. Point reads compute the same sort key.
+ * `OBJ#<bucket>#<key part>`, the key part built by shared/db/catalog-keys.ts.
  *
  * ## Writes
- * A row changes only by a conditional write on what the writer read (DESIGN §4): absent
- * (`attribute_not_exists`), the pending row of a ticket (no blob, same id), or the blob it pointed at.
- * A failed condition is reported as a conflict, and the caller re-reads and tries again. Each change
- * carries its receipt in the same TransactWriteItems (DESIGN §3 Receipts).
+ * A row changes only by a conditional write on what the writer read (docs/storage.md "Nothing
+ * lost"): absent (`attribute_not_exists`), the pending row of a ticket (no blob, same id), or the
+ * blob it pointed at. A failed condition is reported as a conflict, and the caller re-reads and
+ * tries again. Each change carries its receipt in the same TransactWriteItems (the interface contract
+ * "Receipts", docs/interface.md).
  */
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
@@ -40,6 +23,7 @@ import type { Page } from './pagination.ts';
 import { decodeCursor, encodeCursor, queryPage, tableKeyOf } from './pagination.ts';
 import { toRecord as toProject, type ProjectRecord } from './projects.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
+import { compareKeys, objectKeyOf, objectPrefix } from './catalog-keys.ts';
 import { keys } from './table.ts';
 
 /** A bucket (contract "Bucket record"). */
@@ -87,71 +71,6 @@ export function objectView(r: ObjectRecord): ObjectRow {
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sort keys
-
-/** UTF-8 bytes of an object key stored verbatim in its sort key. */
-export const KEY_PART_BUDGET = 923;
-const HASH_HEX = 32;
-/** `X` by the number of budget bytes left: the smallest code point with one UTF-8 byte more. */
-const GROUP_MARKERS = ['\u0001', '\u0080', '\u0800', '\u{10000}'] as const;
-
-function utf8Bytes(codePoint: number): number {
-  return codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
-}
-
-/** Compares keys in Unicode code point order (= UTF-8 byte order = DynamoDB's and S3's order). */
-export function compareKeys(a: string, b: string): number {
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const ca = a.codePointAt(i)!;
-    const cb = b.codePointAt(j)!;
-    if (ca !== cb) return ca < cb ? -1 : 1;
-    i += ca > 0xffff ? 2 : 1;
-    j += cb > 0xffff ? 2 : 1;
-  }
-  const restA = a.length - i;
-  const restB = b.length - j;
-  return restA === restB ? 0 : restA < restB ? -1 : 1;
-}
-
-async function keyHash(key: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key)));
-  let out = '';
-  for (const b of digest) out += b.toString(16).padStart(2, '0');
-  return out.slice(0, HASH_HEX);
-}
-
-/**
- * The key part of an object's sort key, and for a long key its group (the key part without the
- * hash). See "Catalog sort keys" above.
- */
-export async function catalogKeyPart(key: string): Promise<{ part: string; group: string | null }> {
-  let used = 0;
-  let prefix = '';
-  for (const ch of key) {
-    const n = utf8Bytes(ch.codePointAt(0)!);
-    if (used + n > KEY_PART_BUDGET) {
-      const group = prefix + GROUP_MARKERS[KEY_PART_BUDGET - used]!;
-      return { part: group + (await keyHash(key)), group };
-    }
-    used += n;
-    prefix += ch;
-  }
-  return { part: key, group: null };
-}
-
-function objectPrefix(bucket: string): string {
-  return `OBJ#${bucket}#`;
-}
-
-async function objectKeyOf(projectId: string, bucket: string, key: string): Promise<{ pk: string; sk: string; grp: string | null }> {
-  const { part, group } = await catalogKeyPart(key);
-  const prefix = objectPrefix(bucket);
-  return { ...keys.objectsOf(projectId), sk: prefix + part, grp: group === null ? null : prefix + group };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  *
  * Everything a project owns lives in its partition `PRJ#<prj>` under its own sort-key prefix.
  * An object's `<part>` is its key, or for keys over 923 UTF-8 bytes a prefix, a marker and a hash
- * (sort keys hold 1024 bytes): shared/db/storage.ts "Catalog sort keys".
+ * (sort keys hold 1024 bytes): shared/db/catalog-keys.ts.
  */
 export const keys = {
   account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
@@ -71,6 +71,6 @@ export const keys = {
   projectKey: (projectId: string, keyId: string) => ({ pk: `PRJ#${projectId}`, sk: `KEY#${keyId}` }),
   keyLookup: (keyId: string) => ({ pk: `KEY#${keyId}`, sk: 'KEY' }),
   bucket: (projectId: string, bucket: string) => ({ pk: `PRJ#${projectId}`, sk: `BKT#${bucket}` }),
-  /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/storage.ts (1024-byte limit). */
+  /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
   objectsOf: (projectId: string) => ({ pk: `PRJ#${projectId}` }),
 } as const;

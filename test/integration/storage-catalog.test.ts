@@ -1,21 +1,13 @@
 /**
- * The object catalog's sort keys (shared/db/storage.ts "Catalog sort keys"): every legal key fits
+ * The object catalog's sort keys (shared/db/catalog-keys.ts): every legal key fits
  * DynamoDB's 1024-byte sort key, and listing is in key order even for keys of up to 4 KiB of UTF-8
  * that share long prefixes. Property-checked on the encoding, then end to end on DynamoDB Local.
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../shared/db/client.ts';
-import {
-  catalogKeyPart,
-  compareKeys,
-  createBucket,
-  getProjectBucketObject,
-  KEY_PART_BUDGET,
-  listObjects,
-  reserveObject,
-  type ObjectRecord,
-} from '../../shared/db/storage.ts';
+import { catalogKeyPart, compareKeys, KEY_PART_BUDGET } from '../../shared/db/catalog-keys.ts';
+import { createBucket, getProjectBucketObject, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
 import { testDeployment } from '../helpers/env.ts';
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
