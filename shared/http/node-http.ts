@@ -6,7 +6,8 @@
  * Also what every node:http listener of the service shares (the `/v2` listener, the agent's internal
  * API, the Node entry, the local front): request targets in absolute form (RFC 9112 §3.2.2), a
  * connection closed after an answer given before the body was read (RFC 9112 §9.6, docs/dataplane.md
- * "Refused bodies"), and malformed requests answered with the error envelope.
+ * "Refused bodies"), errors answered through the one renderer (`answerError`, shared/errors.ts),
+ * and malformed requests answered with the error envelope too.
  */
 import { createServer, IncomingMessage, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
