@@ -2,7 +2,7 @@
 import { parseBearer, parseProjectKey, verifySessionToken } from '../shared/auth.ts';
 import { errors } from '../shared/errors.ts';
 import { getOwnedProject, type ProjectRecord } from '../shared/db/projects.ts';
-import { projectIdSchema } from '../shared/schemas.ts';
+import { projectIdSchema } from '../shared/schemas/projects.ts';
 import type { Ctx } from './context.ts';
 import { ownedProjectForAgent, type ProjectForAgent } from './domain/lifecycle.ts';
 import { pathParam } from './http.ts';

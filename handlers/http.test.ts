@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ServiceError } from '../shared/errors.ts';
-import { pageQuerySchema } from '../shared/schemas.ts';
+import { pageQuerySchema } from '../shared/schemas/pagination.ts';
 import { noBody, queryOf, readJson } from './http.ts';
 
 async function refusal(fn: () => unknown): Promise<string> {

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { errors, ServiceError } from '../shared/errors.ts';
-import { ENGINE_PIN } from '../shared/schemas.ts';
+import { ENGINE_PIN } from '../shared/schemas/projects.ts';
 
 /** Exit codes of the engine contract (docs/engine.md). */
 export const ENGINE_EXIT = {

@@ -10,6 +10,9 @@ export const ID_PATTERNS = {
   agt: /^agt_[0-9a-f]{16}$/,
 } as const;
 
+/** A project key's id: the 32 lowercase hex digits a `svc1_` key carries (shared/auth.ts). */
+export const KEY_ID_PATTERN = /^[0-9a-f]{32}$/;
+
 /** A prefix of an issued identifier. */
 export type IdPrefix = keyof typeof ID_PATTERNS;
 

@@ -1,18 +1,13 @@
 /**
- * The realtime contract both sides check (contract "POST realtime/publish", "Realtime event as
- * delivered", "Limits"; DESIGN §3 Realtime): channel and event patterns, the reserved `system`
- * channel, the 32 KiB payload limit, and the subscribe query. Web-standard only: the handlers import it.
+ * The realtime rules both sides apply (the interface contract "Realtime event as delivered",
+ * "Limits"; docs/realtime.md): the 32 KiB payload limit, the channels of one subscription, the event
+ * stream's headers. The input schemas are in shared/schemas/realtime.ts. Web-standard only: the
+ * handlers import it.
  */
-import { z } from 'zod';
 import { errors } from './errors.ts';
+import { subscribeQuerySchema } from './schemas/realtime.ts';
 import { parseOr400 } from './validation.ts';
 
-/** Channel names (contract "Limits"). */
-export const CHANNEL_PATTERN = /^[a-z0-9._-]{1,64}$/;
-/** Event names (contract "Limits"). */
-export const EVENT_PATTERN = /^[a-zA-Z0-9._:-]{1,64}$/;
-/** The channel reserved for lifecycle events the service emits (contract "Events" 4). */
-export const SYSTEM_CHANNEL = 'system';
 /** Payload limit: at most 32 KiB as JSON (UTF-8 bytes of its serialisation). */
 export const PAYLOAD_MAX_BYTES = 32 * 1024;
 /** Most distinct channels one subscription may name (ours; docs/realtime.md). */
@@ -26,20 +21,9 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
   'x-accel-buffering': 'no',
 };
 
-/** Lifecycle events the service emits on `system` (DESIGN §3 Realtime). */
+/** Lifecycle events the service emits on `system` (docs/realtime.md). */
 export const SYSTEM_EVENTS = ['project.running', 'project.sleeping', 'snapshot.created', 'project.restored'] as const;
 export type SystemEvent = (typeof SYSTEM_EVENTS)[number];
-
-export const channelSchema = z.string().regex(CHANNEL_PATTERN, 'must match ^[a-z0-9._-]{1,64}$');
-export const eventNameSchema = z.string().regex(EVENT_PATTERN, 'must match ^[a-zA-Z0-9._:-]{1,64}$');
-
-/** Body of POST realtime/publish. `payload` is optional and delivered as `null` when absent (ours). */
-export const publishRequestSchema = z.strictObject({
-  channel: channelSchema.refine((c) => c !== SYSTEM_CHANNEL, 'system is reserved for service lifecycle events'),
-  event: eventNameSchema,
-  payload: z.unknown().optional(),
-});
-export type PublishRequest = z.output<typeof publishRequestSchema>;
 
 /** Realtime event as delivered (contract "Realtime event as delivered"). */
 export interface RealtimeEvent {
@@ -64,17 +48,6 @@ export function payloadJson(payload: unknown): string {
   }
   return text;
 }
-
-/**
- * Query of subscribe: `channel`, repeatable, and nothing else (the public route refuses any other
- * parameter: handlers/http.ts `queryOf`). Duplicates collapse.
- */
-export const subscribeQuerySchema = z.strictObject({
-  channel: z
-    .array(channelSchema)
-    .optional()
-    .transform((v) => [...new Set(v ?? [])]),
-});
 
 /** Checks the channels of one subscription: at least one, at most 32 (each already matches the pattern). */
 export function subscriptionChannels(channels: string[]): string[] {

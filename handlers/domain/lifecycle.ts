@@ -7,7 +7,7 @@ import { getSnapshot, listSnapshots, type Snapshot } from '../../shared/db/snaps
 import { getOwnedProject, projectView, type ProjectRecord } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
 import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
-import type { Project } from '../../shared/schemas.ts';
+import type { Project } from '../../shared/schemas/projects.ts';
 import type { Deps } from '../context.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
 import { agentFor, prefetchAgent, type AgentPrefetch } from './placement.ts';

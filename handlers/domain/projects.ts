@@ -7,7 +7,7 @@ import { choosePlacement, listAgents } from '../../shared/db/agents.ts';
 import { createProject as putProject, listProjects, projectView } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
-import type { Project } from '../../shared/schemas.ts';
+import type { Project } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { Deps } from '../context.ts';
 import { reconciledProject, type LifecycleCall } from './lifecycle.ts';

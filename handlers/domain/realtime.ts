@@ -9,7 +9,7 @@ import { errors } from '../../shared/errors.ts';
 import { pathParam } from '../../shared/http/body.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
 import { payloadJson, subscriptionChannels } from '../../shared/realtime.ts';
-import { projectIdSchema } from '../../shared/schemas.ts';
+import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import type { Deps } from '../context.ts';
 import { agentFor } from './placement.ts';
 

@@ -1,5 +1,5 @@
 /** Routes: signup and sessions (contract "Accounts and session tokens"; rules in handlers/domain/accounts.ts). */
-import { sessionRequestSchema, signupRequestSchema } from '../../shared/schemas.ts';
+import { sessionRequestSchema, signupRequestSchema } from '../../shared/schemas/accounts.ts';
 import type { Routes } from '../context.ts';
 import { openSession, signUp } from '../domain/accounts.ts';
 import { json, readJson } from '../http.ts';

@@ -1,10 +1,10 @@
 /** Routes: buckets (the interface contract "PUT/GET storage/buckets"; docs/storage.md). */
-import { pageQuerySchema } from '../../shared/schemas.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
 import { bucketNameSchema } from '../../shared/schemas/storage.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { bucketView, bucketsPage, putBucket } from '../domain/objects/buckets.ts';
-import { json, listPage, noBody, noInput, pathParam, queryOf } from '../http.ts';
+import { json, noBody, noInput, pathParam, queryOf } from '../http.ts';
 
 /** Registers the bucket routes. */
 export function register(router: Routes): void {
@@ -20,7 +20,7 @@ export function register(router: Routes): void {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), pageQuerySchema);
     await noBody(request);
-    const page = await listPage(ctx, ['buckets', project.id], query, (limit, after) => bucketsPage(ctx.deps, project.id, limit, after));
+    const page = await bucketsPage(ctx.deps, project.id, query);
     return json({ buckets: page.items.map(bucketView), next_cursor: page.next_cursor });
   });
 }

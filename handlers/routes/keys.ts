@@ -2,18 +2,12 @@
  * Routes: project keys (contract "POST/GET/DELETE /v0/projects/{id}/keys"). The rules, including
  * telling the agent of a revocation before answering, are in handlers/domain/keys.ts.
  */
-import { z } from 'zod';
-import { labelSchema, pageQuerySchema } from '../../shared/schemas.ts';
+import { createKeyRequestSchema, keyIdSchema } from '../../shared/schemas/keys.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { issueKey, listProjectKeys, revokeProjectKey } from '../domain/keys.ts';
 import { json, noBody, noInput, pathParam, queryOf, readJson } from '../http.ts';
-
-/** A key id: 32 lowercase hex (contract "Project key"). */
-export const keyIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'must match ^[0-9a-f]{32}$');
-
-/** `POST keys` body: an optional label, string or null, at most 64 characters. */
-export const createKeyRequestSchema = z.strictObject({ label: labelSchema.optional() });
 
 /** Registers the key routes. */
 export function register(router: Routes): void {

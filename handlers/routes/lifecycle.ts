@@ -6,8 +6,8 @@
  * docs/lifecycle.md). Wakeup, sleep and head take no body and no query: either is 400 (docs/api.md
  * "Decisions").
  */
-import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema } from '../../shared/schemas/lifecycle.ts';
-import { pageQuerySchema } from '../../shared/schemas.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
+import { createSnapshotRequestSchema, restoreRequestSchema, snapshotIdSchema } from '../../shared/schemas/snapshots.ts';
 import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { createSnapshot, head, listProjectSnapshots, restore, sleep, snapshotOf, wakeup } from '../domain/lifecycle.ts';

@@ -8,7 +8,7 @@ import { tooLargeError } from '../../shared/blobs/limit.ts';
 import { objectView } from '../../shared/db/storage.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
-import { projectIdSchema } from '../../shared/schemas.ts';
+import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import {
   bucketNameSchema,
   contentTypeSchema,
@@ -19,11 +19,11 @@ import {
 import { parseOr400 } from '../../shared/validation.ts';
 import { requireOwnedProject, requireSession } from '../auth.ts';
 import type { Ctx, Routes } from '../context.ts';
-import { objectPages } from '../domain/objects/buckets.ts';
+import { objectsPage } from '../domain/objects/buckets.ts';
 import { deleteObject } from '../domain/objects/delete.ts';
 import { putObject, type PutInput } from '../domain/objects/put.ts';
 import { readObject, type ReadResult } from '../domain/objects/read.ts';
-import { json, listPage, noBody, noInput, noQuery, pathParam, queryOf, readJson } from '../http.ts';
+import { json, noBody, noInput, noQuery, pathParam, queryOf, readJson } from '../http.ts';
 
 /** Registers the object routes. */
 export function register(router: Routes): void {
@@ -77,8 +77,7 @@ export function register(router: Routes): void {
     const { project } = await requireOwnedProject(request, ctx);
     const query = queryOf(new URL(request.url), listObjectsQuerySchema);
     await noBody(request);
-    const pages = await objectPages(ctx.deps, project.id, query.bucket);
-    const page = await listPage(ctx, ['objects', project.id, query.bucket], query, pages);
+    const page = await objectsPage(ctx.deps, project.id, query.bucket, query);
     return json({ bucket: query.bucket, objects: page.items.map(objectView), next_cursor: page.next_cursor });
   });
 

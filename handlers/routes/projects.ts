@@ -1,5 +1,6 @@
 /** Routes: create, read and list projects (contract "POST /v0/projects", "GET /v0/projects/{id}"; rules in handlers/domain/projects.ts). */
-import { createProjectRequestSchema, pageQuerySchema } from '../../shared/schemas.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
+import { createProjectRequestSchema } from '../../shared/schemas/projects.ts';
 import { requireOwnedProject, requireSession } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { createProject, listOwnedProjects, readProject } from '../domain/projects.ts';

@@ -7,7 +7,8 @@
  *   buffered; a client that goes away cancels the body, which closes the upstream connection.
  */
 import { parseBearer } from '../../shared/auth.ts';
-import { publishRequestSchema, SSE_HEADERS, subscribeQuerySchema } from '../../shared/realtime.ts';
+import { SSE_HEADERS } from '../../shared/realtime.ts';
+import { publishRequestSchema, subscribeQuerySchema } from '../../shared/schemas/realtime.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { authorizeSubscriber, publish, subscribe } from '../domain/realtime.ts';

@@ -1,5 +1,5 @@
 /** Route: `GET /v0/projects/{id}/receipts`, the owner's receipts, newest first (docs/storage.md). */
-import { pageQuerySchema } from '../../shared/schemas.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { listProjectReceipts } from '../domain/receipts.ts';

@@ -10,7 +10,8 @@
  * off with a final `event: overflow` and forgotten, so it can neither slow the others nor grow memory.
  */
 import { errors } from '../../shared/errors.ts';
-import { payloadJson, SYSTEM_CHANNEL, type RealtimeEvent, type SystemEvent } from '../../shared/realtime.ts';
+import { payloadJson, type RealtimeEvent, type SystemEvent } from '../../shared/realtime.ts';
+import { SYSTEM_CHANNEL } from '../../shared/schemas/realtime.ts';
 import { nowIso } from '../../shared/time.ts';
 import { commentFrame, eventFrame, type Framing } from './sse.ts';
 

@@ -3,7 +3,7 @@
  * interface contract, docs/interface.md; docs/lifecycle.md "head", "Restore answer"), built from the
  * supervisor's plain values.
  */
-import { DATA_PLANE } from '../../shared/schemas.ts';
+import { DATA_PLANE } from '../../shared/schemas/projects.ts';
 import type { Head, RestoreResult } from '../tenants/tenants.ts';
 
 /** The answer of head (contract "GET /v0/projects/{id}/head"). */

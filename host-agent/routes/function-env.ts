@@ -10,7 +10,7 @@
  * The answer holds secret values: it is never logged, and any failure names the secret and key id only.
  */
 import { loadSealedSecrets, RESERVED_ENV_NAMES } from '../../shared/db/secrets.ts';
-import { projectIdSchema } from '../../shared/schemas.ts';
+import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { functionEnvRequestSchema } from '../../shared/schemas/secrets.ts';
 import { openSecret } from '../../shared/secrets-crypto.ts';
 import type { AgentContext } from '../context.ts';

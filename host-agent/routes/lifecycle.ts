@@ -11,7 +11,7 @@
  *   POST /internal/v1/projects/{id}/restore    {recorded, snapshot_id}   → restore answer
  */
 import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from '../../shared/schemas/lifecycle.ts';
-import { projectIdSchema } from '../../shared/schemas.ts';
+import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import { headAnswer, restoreAnswer } from './answers.ts';

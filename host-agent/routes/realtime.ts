@@ -14,16 +14,16 @@ import type { Socket } from 'node:net';
 import { parseBearer, verifyInternalToken } from '../../shared/auth.ts';
 import { errors } from '../../shared/errors.ts';
 import { answerError } from '../../shared/http/node-http.ts';
-import { newRequestId } from '../../shared/ids.ts';
-import { publishRequestSchema, SSE_HEADERS, subscribeChannels } from '../../shared/realtime.ts';
-import { projectIdSchema } from '../../shared/schemas.ts';
+import { KEY_ID_PATTERN, newRequestId } from '../../shared/ids.ts';
+import { SSE_HEADERS, subscribeChannels } from '../../shared/realtime.ts';
+import { projectIdSchema } from '../../shared/schemas/projects.ts';
+import { publishRequestSchema } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';
 import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import type { FrameSink } from '../realtime/hub.ts';
 
 const SUBSCRIBE_PATH = /^\/internal\/v1\/projects\/([^/]+)\/realtime\/subscribe$/;
-const KEY_ID = /^[0-9a-f]{32}$/;
 
 /** Registers the publish route (fetch-style). */
 export function register(router: InternalRouter): void {
@@ -66,7 +66,7 @@ async function subscribe(req: IncomingMessage, res: ServerResponse, rawId: strin
   const url = new URL(req.url ?? '/', 'http://agent.internal');
   const channels = subscribeChannels(url);
   const keyId = url.searchParams.get('key_id');
-  if (keyId !== null && !KEY_ID.test(keyId)) throw errors.invalid('key_id: must be 32 lowercase hex characters');
+  if (keyId !== null && !KEY_ID_PATTERN.test(keyId)) throw errors.invalid('key_id: must be 32 lowercase hex characters');
   // The frames are HTTP/1.1 chunks; the only caller (the handlers' fetch) speaks HTTP/1.1.
   if (req.httpVersion !== '1.1') throw errors.invalid('event streams need HTTP/1.1');
   const socket = req.socket;

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import type { Db } from '../../shared/db/client.ts';
 import { latestSnapshotId } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
-import type { ProjectState } from '../../shared/schemas.ts';
+import type { ProjectState } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { Engines } from './engine.ts';
 import type { Layout } from './layout.ts';

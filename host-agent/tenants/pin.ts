@@ -6,7 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { errors } from '../../shared/errors.ts';
-import { ENGINE_PIN } from '../../shared/schemas.ts';
+import { ENGINE_PIN } from '../../shared/schemas/projects.ts';
 import { checkPin, type PinCheck } from '../engine-cli.ts';
 
 /** The latest pin check as the rest of the agent reads it (health, heartbeat, answers): never written by them. */

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import type { Db } from '../../shared/db/client.ts';
 import { newSnapshotId, putSnapshot, type Snapshot, type SnapshotBackup, type SnapshotLineage } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
-import { ENGINE_PIN } from '../../shared/schemas.ts';
+import { ENGINE_PIN } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { Engines } from './engine.ts';
 import type { Layout } from './layout.ts';

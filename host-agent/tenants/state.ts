@@ -8,7 +8,7 @@ import { getProject, setProjectState } from '../../shared/db/projects.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { errors } from '../../shared/errors.ts';
 import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
-import type { ProjectState } from '../../shared/schemas.ts';
+import type { ProjectState } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
 
 /** Lifecycle events for the realtime `system` channel (docs/realtime.md). */

@@ -1,8 +1,8 @@
 /** Repository: projects, their owner and their placement on a host agent. */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
-import type { Project, ProjectState } from '../schemas.ts';
-import { DATA_PLANE, ENGINE_PIN } from '../schemas.ts';
+import type { Project, ProjectState } from '../schemas/projects.ts';
+import { DATA_PLANE, ENGINE_PIN } from '../schemas/projects.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';

@@ -1,19 +1,11 @@
 /**
- * Request bodies of the lifecycle routes (contract "POST snapshots", "POST restore") and the shapes
- * the handlers and the host agent exchange for them on the internal API (docs/lifecycle.md "Internal
- * API"). Web-standard only: the handlers bundle imports it.
+ * The shapes the handlers and the host agent exchange on the internal lifecycle API
+ * (docs/lifecycle.md). Web-standard only: the handlers bundle imports it.
  */
 import { z } from 'zod';
-import { ID_PATTERNS } from '../ids.ts';
-import { labelSchema, projectStateSchema } from '../schemas.ts';
-
-export const snapshotIdSchema = z.string().regex(ID_PATTERNS.snap, 'must match ^snap_[0-9a-f]{16}$');
-
-/** `POST /v0/projects/{id}/snapshots`: `label` optional, string or null, at most 64 characters. */
-export const createSnapshotRequestSchema = z.strictObject({ label: labelSchema.optional() });
-
-/** `POST /v0/projects/{id}/restore`. */
-export const restoreRequestSchema = z.strictObject({ snapshot_id: snapshotIdSchema });
+import { labelSchema } from './labels.ts';
+import { projectStateSchema } from './projects.ts';
+import { snapshotIdSchema } from './snapshots.ts';
 
 /**
  * What the handler read from DynamoDB before calling the agent: the agent uses it as the expected
@@ -21,9 +13,8 @@ export const restoreRequestSchema = z.strictObject({ snapshot_id: snapshotIdSche
  * steady path costs the agent no read.
  */
 export const recordedStateSchema = z.strictObject({ state: projectStateSchema, updated_at: z.string() });
+/** A project's state as the handler read it. */
 export type RecordedState = z.output<typeof recordedStateSchema>;
-
-// Internal API (handlers → host agent)
 
 /** Internal body of wakeup, sleep, reconcile and head. */
 export const tenantCallSchema = z.strictObject({ recorded: recordedStateSchema });

@@ -3,7 +3,7 @@
  * requests (the interface contract "Bucket record", "Object catalog row", "Limits"; docs/storage.md).
  */
 import { z } from 'zod';
-import { pageQuerySchema } from '../schemas.ts';
+import { pageQuerySchema } from './pagination.ts';
 
 /** Bucket name: S3-compatible, the same on every backend. */
 export const bucketNameSchema = z

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createProjectRequestSchema, labelSchema, pageQuerySchema, projectIdSchema, signupRequestSchema } from './schemas.ts';
-import { parseOr400 } from './validation.ts';
-import { ServiceError } from './errors.ts';
+import { signupRequestSchema } from './accounts.ts';
+import { labelSchema } from './labels.ts';
+import { pageQuerySchema } from './pagination.ts';
+import { createProjectRequestSchema, projectIdSchema } from './projects.ts';
+import { parseOr400 } from '../validation.ts';
+import { ServiceError } from '../errors.ts';
 
 function message(fn: () => unknown): string {
   try {

@@ -1,0 +1,19 @@
+/** Signup and session bodies (the interface contract "Accounts and session tokens"; docs/api.md). */
+import { z } from 'zod';
+import { ID_PATTERNS } from '../ids.ts';
+import { projectNameSchema } from './projects.ts';
+
+/** An account id. */
+export const accountIdSchema = z.string().regex(ID_PATTERNS.acct, 'must match ^acct_[0-9a-f]{16}$');
+
+/** Body of `POST /v0/signup`: an optional name (as a project's) and invite code. */
+export const signupRequestSchema = z.strictObject({
+  name: projectNameSchema.optional(),
+  invite_code: z.string().max(256, 'must be at most 256 characters').optional(),
+});
+
+/** Body of `POST /v0/sessions`. */
+export const sessionRequestSchema = z.strictObject({
+  account_id: accountIdSchema,
+  account_secret: z.string().max(256, 'must be at most 256 characters'),
+});

@@ -1,0 +1,47 @@
+/**
+ * Projects as answered and created (the interface contract "Project", "POST /v0/projects"); where
+ * the contract says "not shown", docs/api.md records what we chose.
+ */
+import { z } from 'zod';
+import { ID_PATTERNS } from '../ids.ts';
+import { isBlank } from './labels.ts';
+
+/** Engine version pin (the interface contract "Versioning" 3). */
+export const ENGINE_PIN = '3.0.0';
+/** Data-plane prefix. */
+export const DATA_PLANE = '/v2';
+
+/** A project id as a path parameter or a body field. */
+export const projectIdSchema = z.string().regex(ID_PATTERNS.prj, 'must match ^prj_[0-9a-f]{16}$');
+
+/**
+ * Project (and account) name: 1 to 64 characters, no control characters, not only whitespace
+ * (docs/api.md "Decisions"). Kept exactly as given: no trimming.
+ */
+export const projectNameSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(64, 'must be at most 64 characters')
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not contain control characters')
+  .refine((s) => !isBlank(s), 'must not be blank');
+
+/** The states a project is recorded in (the interface contract "States and transitions"). */
+export const projectStateSchema = z.enum(['stopped', 'running', 'sleeping']);
+/** A recorded project state. */
+export type ProjectState = z.output<typeof projectStateSchema>;
+
+/** Project as answered (the interface contract "Project"). */
+export const projectSchema = z.object({
+  id: projectIdSchema,
+  name: z.string(),
+  state: projectStateSchema,
+  created_at: z.string(),
+  updated_at: z.string(),
+  native: z.object({ pin: z.literal(ENGINE_PIN), data_plane: z.literal(DATA_PLANE) }),
+});
+/** A project as answered. */
+export type Project = z.output<typeof projectSchema>;
+
+/** Body of `POST /v0/projects`. */
+export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
