@@ -1,4 +1,4 @@
-// Builds what ships (DESIGN §1): the handlers bundle for workers (miniflare locally). The host
+// Builds what ships (docs/architecture.md): the handlers bundle for workers (miniflare locally). The host
 // agent and the engine run from source on Node 24 (type stripping), so they need no build step.
 import { build } from 'esbuild';
 import { mkdirSync } from 'node:fs';
@@ -28,7 +28,7 @@ await build({
   outfile: join(out, 'worker.js'),
   bundle: true,
   format: 'esm',
-  // DESIGN §7: the AWS SDK only works in workerd when bundled for the browser with worker conditions.
+  // The AWS SDK only works in workerd when bundled for the browser with worker conditions.
   platform: 'browser',
   conditions: ['worker', 'browser'],
   target: 'es2023',

@@ -1,6 +1,6 @@
 /**
  * The errors of the `/v2` HTTP surface. Status and code come from one table, so an enveloped error
- * body can never disagree with its status (STYLE "Errors").
+ * body can never disagree with its status (docs/api.md "Errors").
  */
 export const API_ERROR_STATUS = {
   /** Malformed request: bad JSON, a missing or mistyped field (the message names it). */

@@ -1,4 +1,4 @@
-/** backup, verify and restore (DESIGN §6, issue #3): verified copies, lineage carried, corruption refused. */
+/** backup, verify and restore (docs/engine.md "CLI"): verified copies, lineage carried, corruption refused. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * `backup`, `verify` and `restore` (DESIGN §6 and §3 "Directory layout"; issue #3).
+ * `backup`, `verify` and `restore` (docs/engine.md "CLI", "Directory layout").
  *
  * A backup directory holds a byte copy of the checkpointed database, the meta file, and manifest.json
  * (each file's size and SHA-256, plus the lineage figures). The copy is taken under the directory

@@ -1,4 +1,4 @@
-/** The engine CLI contract (DESIGN §6, issue #3): one JSON document per command, exit code per class. */
+/** The engine CLI contract (docs/engine.md "CLI", "Exit codes"): one JSON document per command, exit code per class. */
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-/** The one-shot CLI commands `version`, `init` and `status` (DESIGN §6, issue #3). */
+/** The one-shot CLI commands `version`, `init` and `status` (docs/engine.md "CLI"). */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { checkpointTruncate, createMetaTable, openDatabase, readFigures } from './database.ts';

@@ -1,6 +1,6 @@
 /**
  * Opening the SQLite database of a data directory, and the lineage figures kept inside it
- * (DESIGN §6; issue #3 "Lineage figures"). The figures live in the one-row table `_svc_meta`, in the
+ * (docs/engine.md "Lineage figures"). The figures live in the one-row table `_svc_meta`, in the
  * same file as the user's data, so a write and its figures commit together and travel together
  * through backup and restore.
  */

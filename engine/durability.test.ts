@@ -1,5 +1,5 @@
 /**
- * Durability and shutdown (issue #3): an acknowledged commit survives SIGKILL; SIGTERM finishes
+ * Durability and shutdown (docs/engine.md "Bodies, connections, shutdown"): an acknowledged commit survives SIGKILL; SIGTERM finishes
  * in-flight work, checkpoints the WAL into the database file, releases the lock and exits 0.
  */
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The product envelope every `/v2` body travels in (DESIGN §6): 8 ASCII bytes `SVCRSP01`, a
+ * The product envelope every `/v2` body travels in (docs/engine.md "HTTP surface"; the interface contract, docs/interface.md): 8 ASCII bytes `SVCRSP01`, a
  * big-endian u32 length N, then N bytes of UTF-8 JSON.
  */
 export const ENVELOPE_MAGIC = 'SVCRSP01';

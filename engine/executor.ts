@@ -1,7 +1,7 @@
 /**
  * Runs `/v2` SQL, search and table drops on the serving connection and keeps the lineage figures
- * (issue #3): `visible_csn` +1 per committed transaction that changed a row or the schema,
- * `catalog_version` +1 per statement that changed the schema, `logical_time_micros` = commit time,
+ * (docs/engine.md "Lineage figures"): `visible_csn` +1 per committed transaction that changed a row
+ * or the schema, `catalog_version` +1 per statement that changed the schema, `logical_time_micros` = commit time,
  * strictly increasing. The figures are updated inside the user's transaction, so they commit (and
  * survive a crash) together with the write they count.
  *
@@ -364,7 +364,7 @@ export class Executor {
       directory_lineage: prev.directory_lineage,
       visible_csn: prev.visible_csn + 1,
       catalog_version: prev.catalog_version + tx.schemaChanges,
-      // Monotonic even when the wall clock steps back (issue #3).
+      // Monotonic even when the wall clock steps back (docs/engine.md "Lineage figures").
       logical_time_micros: Math.max(prev.logical_time_micros + 1, Date.now() * 1000),
     };
     this.internal(() => {

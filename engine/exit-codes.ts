@@ -1,5 +1,5 @@
 /**
- * The engine CLI's failure classes and their exit codes (issue #3; documented in docs/engine.md).
+ * The engine CLI's failure classes and their exit codes (docs/engine.md "Exit codes").
  * The host agent maps these numbers to service errors, so they never change meaning: add a class,
  * never renumber one. The JSON error document's `code` is the class name.
  */

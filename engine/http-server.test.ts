@@ -1,4 +1,4 @@
-/** The engine's `/v2` HTTP surface (DESIGN §6, issue #3), driven over real HTTP against bin/svc-engine. */
+/** The engine's `/v2` HTTP surface (docs/engine.md "HTTP surface"), driven over real HTTP against bin/svc-engine. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import type { Answer, Engine } from '../test/helpers/engine.ts';

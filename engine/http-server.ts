@@ -1,5 +1,5 @@
 /**
- * The `/v2` loopback HTTP surface (DESIGN §6, issue #3): protocol-minor check, routing, bounded body
+ * The `/v2` loopback HTTP surface (docs/engine.md "HTTP surface"): protocol-minor check, routing, bounded body
  * reading, and the product envelope on every answer, errors included.
  */
 import { createServer } from 'node:http';
@@ -67,7 +67,7 @@ function errorJson(code: string, message: string): string {
   return JSON.stringify({ error: { code, message } });
 }
 
-/** Checks `X-Svc-Protocol-Minor`: an integer 0..3 (DESIGN §6). */
+/** Checks `X-Svc-Protocol-Minor`: an integer 0..3 (docs/engine.md "HTTP surface"). */
 function checkProtocolMinor(value: string | string[] | undefined): void {
   if (value === undefined) throw new ApiError('bad_protocol_minor', 'header X-Svc-Protocol-Minor is required (an integer, at most 3)');
   if (typeof value !== 'string' || !/^[0-9]{1,9}$/.test(value)) {

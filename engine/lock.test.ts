@@ -1,5 +1,5 @@
 /**
- * The directory lock (DESIGN §6): serve holds it; status, backup and a second serve refuse with exit 3
+ * The directory lock (docs/engine.md "The directory lock"): serve holds it; status, backup and a second serve refuse with exit 3
  * while it is held; a lock left by a killed serve is taken over.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The exclusive directory lock (DESIGN §6: serve holds it; status, backup and restore need it).
+ * The exclusive directory lock (docs/engine.md "The directory lock": serve holds it; status, backup and restore need it).
  *
  * The lock is SQLite's own file lock: an open `BEGIN EXCLUSIVE` transaction on the empty file
  * `<dir>/lock`. SQLite takes it with a POSIX advisory lock (fcntl), which the kernel drops the moment

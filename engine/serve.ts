@@ -1,5 +1,5 @@
 /**
- * `serve --data-dir D --listen 127.0.0.1:P [--max-body-bytes N]` (DESIGN §6, §3 "Lifecycle").
+ * `serve --data-dir D --listen 127.0.0.1:P [--max-body-bytes N]` (docs/engine.md "CLI"; docs/lifecycle.md "Starting an engine").
  *
  * Order matters: the directory lock first (nobody else may recover or change the database), then the
  * one connection, then the listener, and only then the ready line. SIGTERM/SIGINT: stop accepting,

@@ -1,5 +1,5 @@
 /**
- * Configuration: one zod schema for every deployment mode (DESIGN §2). Every setting is an
+ * Configuration: one zod schema for every deployment mode (docs/architecture.md "Runtime matrix"; docs/deploy.md "Every setting"). Every setting is an
  * environment variable `SVCD_*`; parsing happens once, at an entry point, and a bad value fails with
  * one line naming the variable. Secrets have no default: the local stack generates them once under
  * `.svc/` and hands them to its children, so no deployment runs on a well-known secret.

@@ -1,5 +1,5 @@
 /**
- * The byte limit of object bodies (contract "Limits"; DESIGN §3). Where it is enforced, without ever
+ * The byte limit of object bodies (the interface contract "Limits"; docs/storage.md "Streaming and the byte limit"). Where it is enforced, without ever
  * holding a body:
  * - a declared `Content-Length` over the limit: by the handler, before a byte is read;
  * - a declared length within it: by the HTTP layer, which delimits the body to that length (the

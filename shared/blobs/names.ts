@@ -1,5 +1,5 @@
 /**
- * Blob names (DESIGN §3 Object storage): the SHA-256 of (project, bucket, key, write id), in hex.
+ * Blob names (docs/storage.md): the SHA-256 of (project, bucket, key, write id), in hex.
  * A name says nothing about the key and has a fixed alphabet, so no key (`../../x`, `%2e%2e/`,
  * unicode, 4 KiB long) can shape a path or an S3 key; the fresh write id makes every write a new,
  * immutable blob.

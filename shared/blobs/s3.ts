@@ -1,5 +1,6 @@
 /**
- * The `s3` blob backend: any S3-compatible endpoint through @aws-sdk/client-s3 (DESIGN §7).
+ * The `s3` blob backend: any S3-compatible endpoint through @aws-sdk/client-s3 (docs/storage.md
+ * "The `s3` backend").
  *
  * - The client is built with `requestChecksumCalculation`/`responseChecksumValidation` set to
  *   `WHEN_REQUIRED`: with the defaults, S3-compatible stores such as s3rver store the aws-chunked
@@ -12,7 +13,7 @@
  *   acknowledged (it checks every request's length).
  * - Blob keys are `blobs/<project>/<name>`: `name` is a hash (shared/blobs/names.ts), never the key.
  * - SDK failures are translated here: a missing object is `null`, anything else is 502
- *   `upstream_unavailable` naming the S3 error, never its message (STYLE "Errors").
+ *   `upstream_unavailable` naming the S3 error, never its message (docs/api.md "Errors").
  */
 import {
   AbortMultipartUploadCommand,
@@ -40,7 +41,7 @@ export type S3Settings = Pick<
 /** Part size of multipart uploads (bodies without a length): S3 needs at least 5 MiB but the last. */
 export const S3_PART_BYTES = 8 * 1024 * 1024;
 
-/** The S3 client of a deployment (the DESIGN §7 checksum settings, the fetch handler). */
+/** The S3 client of a deployment (the checksum settings and fetch handler of docs/storage.md "The `s3` backend"). */
 export function createS3Client(settings: S3Settings): S3Client {
   const credentials =
     settings.SVCD_S3_ACCESS_KEY_ID && settings.SVCD_S3_SECRET_ACCESS_KEY

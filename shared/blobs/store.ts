@@ -1,5 +1,5 @@
 /**
- * The blob-store interface (DESIGN §3 Object storage): where object bytes live, behind the catalog.
+ * The blob-store interface (docs/storage.md): where object bytes live, behind the catalog.
  * Two backends implement it: `s3` (shared/blobs/s3.ts, any S3-compatible endpoint) and `fs` (the
  * host agent's files, reached from the handlers through the internal API, shared/blobs/agent.ts).
  *

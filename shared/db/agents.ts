@@ -1,4 +1,4 @@
-/** Repository: host-agent registrations (DESIGN §5) and their heartbeats. */
+/** Repository: host-agent registrations (docs/architecture.md "The internal API") and their heartbeats. */
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Db } from './client.ts';
 import { GSI1, keys } from './table.ts';

@@ -1,6 +1,6 @@
 /**
  * The DynamoDB adapter: a document client and the table name, handed to every repository function.
- * The repository modules in this folder are the only code that builds DynamoDB requests (DESIGN §4).
+ * The repository modules in this folder are the only code that builds DynamoDB requests (docs/architecture.md "Metadata in DynamoDB").
  */
 import { DynamoDBClient, CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';

@@ -1,5 +1,5 @@
 /**
- * Repository: project keys (contract "Project key", "Key states"; DESIGN §3 Project keys).
+ * Repository: project keys (contract "Project key", "Key states"; docs/dataplane.md "Keys").
  *
  * A key is two items written in one transaction (shapes in table.ts):
  * - `PRJ#<prj>` / `KEY#<key_id>`: the listing item in the project's partition (label, dates);

@@ -121,8 +121,9 @@ export async function listProjects(db: Db, accountId: string, limit: number, cur
 }
 
 /**
- * Records a new state, guarded by the state it is expected to replace (DESIGN §4). Answers the
- * updated record, or null when the recorded state was no longer `expected`.
+ * Records a new state, guarded by the state it is expected to replace (docs/architecture.md
+ * "Metadata in DynamoDB"). Answers the updated record, or null when the recorded state was no
+ * longer `expected`.
  */
 export async function setProjectState(
   db: Db,
@@ -132,7 +133,7 @@ export async function setProjectState(
   at: string,
   options: { agentId?: string } = {},
 ): Promise<ProjectRecord | null> {
-  // `agentId`: the writer is the agent hosting the tenant (DESIGN §3 Lifecycle); any other agent's
+  // `agentId`: the writer is the agent hosting the tenant (docs/lifecycle.md); any other agent's
   // write is refused the same way as a stale expected state.
   const byAgent = options.agentId !== undefined;
   try {

@@ -1,5 +1,5 @@
 /**
- * Repository: receipts of mutating operations (DESIGN §3 Receipts). A receipt is written in the same
+ * Repository: receipts of mutating operations (docs/api.md "Receipts"). A receipt is written in the same
  * TransactWriteItems as the change it records: callers add `receiptPut(...)` to their transaction.
  * A receipt names its target (bucket/key, or a secret's name) and never carries a value.
  */

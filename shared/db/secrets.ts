@@ -1,8 +1,8 @@
 /**
  * Repository: function secrets (contract "Function secret (metadata)", "PUT functions/secrets/{name}";
- * DESIGN §3 Function secrets). One item per secret in the project partition, `SECRET#<name>`, holding
+ * docs/secrets.md). One item per secret in the project partition, `SECRET#<name>`, holding
  * the metadata, the sealed value (ciphertext, nonce, key id) and nothing in clear. Every put and
- * delete writes its receipt in the same transaction (DESIGN §3 Receipts); receipts name the secret,
+ * delete writes its receipt in the same transaction (docs/api.md "Receipts"); receipts name the secret,
  * never its value.
  *
  * Versions never lose an increment: each write is conditioned on the version (and creation time) it

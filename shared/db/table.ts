@@ -1,5 +1,5 @@
 /**
- * The one DynamoDB table of the service (DESIGN §4): single-table design with `pk`/`sk` and one GSI
+ * The one DynamoDB table of the service (docs/architecture.md "Metadata in DynamoDB"): single-table design with `pk`/`sk` and one GSI
  * `gsi1` over `gsi1pk`/`gsi1sk`. Defined here once; the local stack, the tests and the deployment
  * template all create it from this definition.
  */
