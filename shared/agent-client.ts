@@ -1,7 +1,7 @@
 /**
- * The internal-API client (handlers → host agent, DESIGN §5). Every call carries a fresh short-lived
- * JWT; the agent's error envelopes come back as the same ServiceError, so a handler can simply let
- * them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants are never moved.
+ * The internal-API client (handlers → host agent, docs/architecture.md "The internal API"). Every
+ * call carries a fresh short-lived JWT; the agent's error envelopes come back as the same
+ * ServiceError, so a handler can simply let them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants are never moved.
  */
 import { issueInternalToken } from './auth.ts';
 import { ServiceError, errors, isErrorCode } from './errors.ts';

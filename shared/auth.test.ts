@@ -32,7 +32,7 @@ function expect401(fn: () => unknown) {
   throw new Error('expected 401');
 }
 
-describe('Authorization parsing (DESIGN §3)', () => {
+describe('Authorization parsing (docs/api.md "Credentials")', () => {
   it('accepts one Bearer token, scheme in any case', () => {
     expect(parseBearer(headers('Bearer abc.def'))).toBe('abc.def');
     expect(parseBearer(headers('bearer abc'))).toBe('abc');

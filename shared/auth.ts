@@ -1,5 +1,5 @@
 /**
- * Credentials: the Authorization header parser both planes use (DESIGN §3), session tokens (jose
+ * Credentials: the Authorization header parser both planes use (docs/api.md "Credentials"), session tokens (jose
  * HS256 JWTs), project-key and account-secret formats, and their verifiers (HMAC-SHA256 with a pepper,
  * compared in constant time). Web Crypto only, so it runs in workers and in Node alike.
  */
@@ -131,7 +131,7 @@ export async function verifySessionToken(sessionSecret: string, token: string): 
 
 const INTERNAL_AUDIENCE = 'host-agent';
 
-/** Signs a short-lived token for one internal call to a host agent (DESIGN §5: `exp` ≤ 60 s). */
+/** Signs a short-lived token for one internal call to a host agent (docs/architecture.md "The internal API": `exp` ≤ 60 s). */
 export async function issueInternalToken(internalSecret: string, subject = 'handlers', ttlSeconds = 30): Promise<string> {
   return new SignJWT({})
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

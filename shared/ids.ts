@@ -1,4 +1,7 @@
-/** Identifier formats of the contract ("Identifier conventions") and of DESIGN §3, and their generator. */
+/**
+ * Identifier formats of the interface contract ("Identifier conventions") and of docs/api.md
+ * "Identifiers", and their generator.
+ */
 
 /** Patterns of every identifier the service issues. */
 export const ID_PATTERNS = {

@@ -1,7 +1,7 @@
 /**
- * Verifying a presented project key against DynamoDB (contract "Authentication" 2–3; DESIGN §3
- * Project keys). Web-standard APIs only, so handlers (realtime subscribe with a project key) and the
- * host agent (the `/v2` cold path) share it. The agent keeps the answers in its own cache
+ * Verifying a presented project key against DynamoDB (the interface contract "Authentication" 2–3;
+ * docs/dataplane.md "Keys"). Web-standard APIs only, so handlers (realtime subscribe with a project
+ * key) and the host agent (the `/v2` cold path) share it. The agent keeps the answers in its own cache
  * (host-agent/dataplane/key-cache.ts); this module keeps nothing.
  */
 import { parseProjectKey, verifySecret, type ParsedKey } from './auth.ts';

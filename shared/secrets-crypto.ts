@@ -1,5 +1,5 @@
 /**
- * Function-secret encryption at rest (DESIGN §3 Function secrets; issue #8): AES-256-GCM through Web
+ * Function-secret encryption at rest (docs/secrets.md "Encryption at rest"): AES-256-GCM through Web
  * Crypto, so the same code runs in workerd (handlers) and Node (host agent). A fresh 96-bit nonce per
  * write; the additional authenticated data binds the ciphertext to `project + "\0" + name`, so a
  * ciphertext copied to another project or name fails to decrypt.
@@ -142,7 +142,7 @@ export function keyRingOf(entries: readonly { id: string; bytes: Uint8Array<Arra
   };
 }
 
-/** The additional authenticated data: `project + "\0" + name` (DESIGN §3). */
+/** The additional authenticated data: `project + "\0" + name` (docs/secrets.md "Encryption at rest"). */
 function aadOf(project: string, name: string): Uint8Array<ArrayBuffer> {
   return encoder.encode(`${project}\0${name}`);
 }
