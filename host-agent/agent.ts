@@ -84,7 +84,6 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     db,
     agentId,
     root,
-    engineBin,
     pin,
     log,
     now,

@@ -1,4 +1,4 @@
-/** What every part of the host agent receives: settings, metadata, identity and its services. */
+/** What the internal routes of the host agent receive: settings, metadata, identity and its services, never written after start. */
 import type { Settings } from '../shared/config.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
@@ -9,23 +9,21 @@ import type { Tenants } from './tenants/tenants.ts';
 
 /** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
-  settings: Settings;
-  db: Db;
-  agentId: string;
+  readonly settings: Settings;
+  readonly db: Db;
+  readonly agentId: string;
   /** Absolute `SVCD_ROOT`: tenants/, snapshots/, blobs/, run/ live under it. */
-  root: string;
-  /** Absolute path of the engine binary. */
-  engineBin: string;
+  readonly root: string;
   /** The latest pin check (refreshed before each engine start by the pin check itself, host-agent/tenants/pin.ts). */
   readonly pin: PinView;
-  log: (line: string) => void;
-  now: () => number;
+  readonly log: (line: string) => void;
+  readonly now: () => number;
   /** The function-secrets key ring (SVCD_SECRETS_KEYS / SVCD_SECRETS_KEY), validated at start; null when unset. */
-  secrets: KeyRing | null;
+  readonly secrets: KeyRing | null;
   /** The realtime hub: publish, subscribe, and `emitSystem` for lifecycle events (host-agent/realtime/hub.ts). */
-  realtime: RealtimeHub;
+  readonly realtime: RealtimeHub;
   /** The `/v2` listener's verified project keys; the invalidate route drops revoked ones (host-agent/dataplane/key-cache.ts). */
-  keyCache: KeyCache;
+  readonly keyCache: KeyCache;
   /** The tenants supervisor: engine processes, lifecycle, snapshots, restore (host-agent/tenants/). */
-  tenants: Tenants;
+  readonly tenants: Tenants;
 }
