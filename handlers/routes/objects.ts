@@ -136,7 +136,7 @@ function declaredLength(request: Request): number | null {
   return Number(raw.trim());
 }
 
-/** The answer to a GET or HEAD of an object. */
+/** The answer to a GET or HEAD of an object; a range past its end is thrown as the 416 error. */
 function renderRead(result: ReadResult): Response {
   const { row } = result;
   const headers = new Headers({
@@ -151,12 +151,8 @@ function renderRead(result: ReadResult): Response {
     'content-security-policy': "default-src 'none'; sandbox",
   });
   if (result.kind === 'not-modified') return new Response(null, { status: 304, headers });
-  if (result.kind === 'unsatisfiable') {
-    headers.set('content-range', `bytes */${row.size}`);
-    headers.set('content-type', 'application/json; charset=utf-8');
-    const message = `range not satisfiable: the object has ${row.size} bytes`;
-    return new Response(JSON.stringify({ error: { code: 'invalid_request', message } }), { status: 416, headers });
-  }
+  // The documented 416 variant of invalid_request (docs/api.md "Errors"), with the object's headers.
+  if (result.kind === 'unsatisfiable') throw errors.rangeNotSatisfiable(row.size, Object.fromEntries(headers));
   const { range, bytes } = result;
   const status = range ? 206 : 200;
   if (range) headers.set('content-range', `bytes ${range.start}-${range.end}/${row.size}`);
