@@ -1,6 +1,6 @@
 /**
  * `/v2` point reads through the host agent's forwarding listener against the same engine directly
- * (issue #5 "Benchmark"), in one run, same client (an undici Pool) and concurrency 16:
+ * (docs/dataplane.md "Benchmark"), in one run, same client (an undici Pool) and concurrency 16:
  * throughput ratio (target ≥ 0.8), added p50 latency (target ≤ 0.5 ms), and DynamoDB calls per
  * 1,000 warm `/v2` requests (target 0).
  *

@@ -1,5 +1,5 @@
 /**
- * Baseline for the /v2 proxy benchmark: point reads straight against the reference engine (issue #3).
+ * Baseline for the /v2 proxy benchmark: point reads straight against the reference engine (docs/engine.md "Performance").
  *
  *   node_modules/.bin/node test/bench/engine.bench.ts [seconds-per-run]
  *

@@ -1,5 +1,5 @@
 /**
- * Lifecycle benchmark (issue #4 "Benchmark"):
+ * Lifecycle benchmark (docs/lifecycle.md "Benchmark"):
  *
  *   node_modules/.bin/node test/bench/lifecycle.bench.ts [cold-wakeups] [concurrent]
  *

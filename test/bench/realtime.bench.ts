@@ -1,5 +1,5 @@
 /**
- * Realtime fanout benchmark (issue #7 "Benchmark"):
+ * Realtime fanout benchmark (docs/realtime.md "Benchmark"):
  *
  *   node_modules/.bin/node test/bench/realtime.bench.ts [subscribers] [seconds-per-phase]
  *

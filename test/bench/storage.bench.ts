@@ -1,6 +1,6 @@
 /**
- * Object storage (issue #6 "Benchmark"): PUT and GET of 1 MiB and 32 MiB objects through the
- * service against the same backend directly, in one run, on both backends:
+ * Object storage (docs/storage.md "Where a PUT's time goes"): PUT and GET of 1 MiB and 32 MiB
+ * objects through the service against the same backend directly, in one run, on both backends:
  *   - fs: the service (handlers in miniflare → host agent → its blob files) vs a plain file write
  *     (write + fsync, as durable as the service's) and read on the same file system;
  *   - s3: the service (handlers in miniflare → s3rver) vs the SDK's PutObject/GetObject to s3rver.
@@ -15,8 +15,8 @@
  * against a server in a process of its own that does nothing but take or give the bytes: the best
  * any service behind one HTTP hop could do here, so the part of a gap that is HTTP alone shows.
  *
- * The service's client is undici's `request` (the project's HTTP client, DESIGN §7), not Node's
- * global fetch: fetch spends about 3× as long sending a 32 MiB body over loopback (measured: ~100 ms
+ * The service's client is undici's `request` (the project's HTTP client, docs/architecture.md
+ * "Runtime and dependencies"), not Node's global fetch: fetch spends about 3× as long sending a 32 MiB body over loopback (measured: ~100 ms
  * against ~30 ms to a server that discards it), which would be charged to the service.
  *
  *   node_modules/.bin/node test/bench/storage.bench.ts [rounds]

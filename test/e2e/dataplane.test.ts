@@ -1,5 +1,5 @@
 /**
- * One base URL (issue #5 "One base URL"): in the local stack, `{base_url}/v0/...` reaches the
+ * One base URL (docs/dataplane.md "One base URL"): in the local stack, `{base_url}/v0/...` reaches the
  * handlers in miniflare and `{base_url}/v2/...` the host agent's `/v2` listener, through the
  * stack's front (infra/local/front-proxy.ts). Runs the stack as `npm start` does (the handlers
  * bundle dist/worker.js, built by `npm test`), on the run's DynamoDB Local and a fresh table.

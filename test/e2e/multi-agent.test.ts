@@ -1,8 +1,8 @@
 /**
- * Several host agents behind one base URL (issue #9 "Several agents"; docs/dataplane.md "Several
- * agents"): the local stack as `npm start -- --agents 2` runs it (two agent processes, each with its
- * own root and ports, one DynamoDB table, the handlers in miniflare, the front sending `/v2`
- * round-robin over both listeners). Needs dist/worker.js (`npm test` builds it first).
+ * Several host agents behind one base URL (docs/dataplane.md "Several agents"): the local stack as
+ * `npm start -- --agents 2` runs it (two agent processes, each with its own root and ports, one
+ * DynamoDB table, the handlers in miniflare, the front sending `/v2` round-robin over both
+ * listeners). Needs dist/worker.js (`npm test` builds it first).
  *
  * Heartbeats every 300 ms and staleness after 1.5 s, so killing an agent shows within seconds.
  */

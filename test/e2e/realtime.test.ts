@@ -1,5 +1,5 @@
 /**
- * Realtime through the local stack's base URL (issue #7 rule 2): the handlers bundle in miniflare
+ * Realtime through the local stack's base URL (docs/realtime.md "Subscribe"): the handlers bundle in miniflare
  * (workerd) passes the agent's event stream through as it is written — the opening comment, events,
  * heartbeats — and a client that goes away frees its place on the agent.
  * Needs dist/worker.js (`npm test` builds it first).

@@ -1,5 +1,5 @@
 /**
- * The `/v2` listener's streaming behaviour (issue #5 "Tests": large bodies with flat memory, a client
+ * The `/v2` listener's streaming behaviour (docs/dataplane.md "The `/v2` listener": large bodies with flat memory, a client
  * that disconnects mid-stream leaks nothing, hop-by-hop headers, the body limit, an upstream gone).
  *
  * The upstream here is a plain node:http server standing in only for the engine's byte-sink role:

@@ -1,6 +1,6 @@
 /**
  * The `/v2` data plane through a real host agent and the real engine (contract "DELETE /v2/{path}",
- * "Authentication" 2–4, "Versioning" 2; DESIGN §3 Project keys; issue #5): the whole authentication
+ * "Authentication" 2–4, "Versioning" 2; docs/dataplane.md): the whole authentication
  * matrix, X-Svc-Project, tenant_not_running, the engine's answer unchanged, revocation with a warm
  * cache, no DynamoDB read on warm requests, an engine gone mid-request.
  */

@@ -1,6 +1,6 @@
 /**
  * Project keys through the handlers against DynamoDB Local and a real host agent (contract "Project
- * key", "Key states", POST/GET/DELETE keys; DESIGN §3 Project keys).
+ * key", "Key states", POST/GET/DELETE keys; docs/dataplane.md "Keys").
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Crash safety of the lifecycle (issue #4 rule 4): the host agent runs as its own process
+ * Crash safety of the lifecycle (docs/lifecycle.md "Crash safety: agent start"): the host agent runs as its own process
  * (`bin/svc-agent`) and is SIGKILLed in the middle of wakeup, sleep, snapshot and restore; after a
  * restart every tenant's data directory is intact and every recorded state is true. An interrupted
  * restore (a crash between its two renames, and one before them) is repaired at start.

@@ -1,5 +1,5 @@
 /**
- * How the lifecycle fails (issue #4 rules 1, 2, 8): the pin check before each start, port
+ * How the lifecycle fails (docs/lifecycle.md "Starting an engine", "Pin check"): the pin check before each start, port
  * exhaustion, an engine that never gets ready, exits early or does not answer its capabilities probe,
  * per-project serialisation that never makes another project wait, and engine output kept in the
  * tenant log, never echoed to the client. The engine binary is a setting, so these run against small

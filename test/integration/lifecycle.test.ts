@@ -1,5 +1,5 @@
 /**
- * The tenant lifecycle through the public HTTP API against the real engine (issue #4): every row of
+ * The tenant lifecycle through the public HTTP API against the real engine (docs/lifecycle.md): every row of
  * the project state table, contract rules 1–3, head, snapshots and restore.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';

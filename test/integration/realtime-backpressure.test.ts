@@ -1,5 +1,5 @@
 /**
- * Realtime backpressure and limits (issue #7 rules 5 and 6): a subscriber that stops reading is cut
+ * Realtime backpressure and limits (docs/realtime.md "Backpressure", "Limits"): a subscriber that stops reading is cut
  * off with a final `event: overflow` once its bounded queue is full, while the others get every event;
  * subscriber limits per project and per agent answer clear errors.
  */

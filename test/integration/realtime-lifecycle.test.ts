@@ -1,5 +1,5 @@
 /**
- * Realtime and the host agent's life (issue #7 rules 3 and 4): the lifecycle operations emit
+ * Realtime and the host agent's life (docs/realtime.md "The `system` channel"): the lifecycle operations emit
  * `project.running`, `project.sleeping`, `snapshot.created` and `project.restored` on the `system`
  * channel; an agent restart drops every subscriber and resets event ids, by contract.
  */

@@ -1,5 +1,5 @@
 /**
- * Realtime through the handlers and a real host agent (issue #7): publish per the contract, Server-Sent
+ * Realtime through the handlers and a real host agent (docs/realtime.md): publish per the contract, Server-Sent
  * Events subscribe for the owner session or a project key, channel and project isolation, heartbeats,
  * the reserved `system` channel.
  */

@@ -1,5 +1,5 @@
 /**
- * Function secrets end to end against DynamoDB Local and a real host agent (issue #8): the contract's
+ * Function secrets end to end against DynamoDB Local and a real host agent (docs/secrets.md): the contract's
  * PUT, list/read/delete, receipts, versions under concurrency, encryption at rest bound to project and
  * name, the agent's function-env operation, and the "never revealed" sweep over logs and items.
  */

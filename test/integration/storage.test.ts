@@ -1,5 +1,5 @@
 /**
- * Object storage, every contract row on both blob backends (issue #6): one suite run against `fs`
+ * Object storage, every contract row on both blob backends (docs/storage.md): one suite run against `fs`
  * (the host agent's files) and `s3` (s3rver). Real DynamoDB Local, a real host agent, real s3rver;
  * the only injected fault is a DynamoDB client that refuses the catalog transaction.
  */
