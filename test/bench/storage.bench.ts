@@ -16,8 +16,9 @@
  * any service behind one HTTP hop could do here, so the part of a gap that is HTTP alone shows.
  *
  * The service's client is undici's `request` (the project's HTTP client, docs/architecture.md
- * "Runtime and dependencies"), not Node's global fetch: fetch spends about 3× as long sending a 32 MiB body over loopback (measured: ~100 ms
- * against ~30 ms to a server that discards it), which would be charged to the service.
+ * "Runtime and dependencies"), not Node's global fetch: fetch spends about 3× as long sending a
+ * 32 MiB body over loopback (measured: ~100 ms against ~30 ms to a server that discards it), which
+ * would be charged to the service.
  *
  *   node_modules/.bin/node test/bench/storage.bench.ts [rounds]
  *
