@@ -56,7 +56,8 @@ export interface AgentForOptions {
  * live": a fresh read would show the same or a later heartbeat, so a remembered record judged live
  * would be judged live fresh too, and one that looks stale is read again before anyone is told so.
  * What it cannot see is an agent that moved to another address; callers that reuse must call
- * `deps.placement.forgetAgent` when the agent does not answer, so the next request reads the record again.
+ * `deps.placement.forgetAgent` when the agent does not answer, so the next request reads the
+ * record again.
  *
  * The agent's pin is deliberately not judged here: the agent re-runs its pin check before every
  * engine start (docs/engine.md) and answers 503 itself when the engine cannot run, so a fixed
