@@ -6,10 +6,21 @@ describe('identifiers', () => {
     for (let i = 0; i < 50; i++) expect(newId(prefix)).toMatch(ID_PATTERNS[prefix]);
   });
 
-  it('matches the contract patterns exactly', () => {
-    expect(ID_PATTERNS.prj.source).toBe('^prj_[0-9a-f]{16}$');
-    expect(ID_PATTERNS.obj.source).toBe('^obj_[0-9a-f]{16}$');
-    expect(ID_PATTERNS.snap.source).toBe('^snap_[0-9a-f]{16}$');
+  it.each(['prj', 'obj', 'snap'] as const)('accepts %s_ + 16 lowercase hex and nothing near it (the contract)', (prefix) => {
+    const pattern = ID_PATTERNS[prefix];
+    expect(pattern.test(`${prefix}_0123456789abcdef`)).toBe(true);
+    for (const near of [
+      `${prefix}_0123456789ABCDEF`,
+      `${prefix}_0123456789abcde`,
+      `${prefix}_0123456789abcdef0`,
+      `${prefix}_0123456789abcdeg`,
+      `${prefix}-0123456789abcdef`,
+      `${prefix}_0123456789abcdef\n`,
+      ` ${prefix}_0123456789abcdef`,
+      `x${prefix}_0123456789abcdef`,
+    ]) {
+      expect(pattern.test(near), JSON.stringify(near)).toBe(false);
+    }
   });
 
   it('does not repeat', () => {
