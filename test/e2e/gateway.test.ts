@@ -1,75 +1,20 @@
 /**
- * The function-gateway entry against events of the real API Gateway HTTP API payload (format 2.0),
- * both through the source adapter and through the built bundle dist/gateway.mjs.
+ * The built function-gateway bundle dist/gateway.mjs (`node build.mjs` first) serving events of the
+ * real API Gateway HTTP API payload (format 2.0), with its settings from the environment.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayHandler, type GatewayEvent, type GatewayResult } from '../../handlers/gateway.ts';
+import type { GatewayEvent, GatewayResult } from '../../handlers/gateway.ts';
 import { REPO } from '../helpers/env.ts';
+import { gatewayEvent as event } from '../helpers/gateway-event.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
-function event(method: string, rawPath: string, init: Partial<GatewayEvent> = {}): GatewayEvent {
-  return {
-    version: '2.0',
-    rawPath,
-    rawQueryString: '',
-    headers: { host: 'abc123.execute-api.eu-west-1.amazonaws.com', 'user-agent': 'curl/8.0', ...(init.headers ?? {}) },
-    requestContext: {
-      http: { method, path: rawPath, sourceIp: '203.0.113.7' },
-      domainName: 'abc123.execute-api.eu-west-1.amazonaws.com',
-      requestId: 'Abc=',
-    },
-    isBase64Encoded: false,
-    ...init,
-  } as GatewayEvent;
-}
-
 let svc: TestService;
-let handle: (e: GatewayEvent) => Promise<GatewayResult>;
 beforeAll(async () => {
   svc = await startTestService();
-  handle = createGatewayHandler(() => svc.app);
 });
 afterAll(() => svc?.stop());
-
-describe('gateway entry', () => {
-  it('answers a plain-text JSON body and a base64-encoded one alike', async () => {
-    const plain = await handle(event('POST', '/v0/signup', { body: '{"name":"gw"}', headers: { 'content-type': 'application/json' } }));
-    expect(plain.statusCode).toBe(201);
-    expect(plain.isBase64Encoded).toBe(false);
-    expect(JSON.parse(plain.body).account_id).toMatch(/^acct_/);
-    expect(plain.headers['x-request-id']).toMatch(/^req_/);
-
-    const b64 = await handle(event('POST', '/v0/signup', { body: Buffer.from('{"name":"gw2"}').toString('base64'), isBase64Encoded: true }));
-    expect(b64.statusCode).toBe(201);
-  });
-
-  it('passes query strings and reads a comma-joined (repeated) Authorization header as duplicated', async () => {
-    const su = JSON.parse((await handle(event('POST', '/v0/signup', { body: '{}' }))).body);
-    const ok = await handle(event('GET', '/v0/projects', { rawQueryString: 'limit=1', headers: { authorization: `Bearer ${su.token}` } }));
-    expect(ok.statusCode).toBe(200);
-    expect(JSON.parse(ok.body)).toEqual({ projects: [], next_cursor: null });
-
-    const bad = await handle(event('GET', '/v0/projects', { rawQueryString: 'limit=0', headers: { authorization: `Bearer ${su.token}` } }));
-    expect(bad.statusCode).toBe(400);
-
-    const dup = await handle(event('GET', '/v0/projects', { headers: { authorization: `Bearer ${su.token},Bearer ${su.token}` } }));
-    expect(dup.statusCode).toBe(401);
-    expect(dup.headers['www-authenticate']).toBe('Bearer realm="svc-cloud"');
-  });
-
-  it('accepts cookies in their own list without failing', async () => {
-    const r = await handle(event('GET', '/v0/health', { cookies: ['a=1', 'b=2'] }));
-    expect(r.statusCode).toBe(200);
-  });
-
-  it('answers unknown routes with the 404 envelope', async () => {
-    const r = await handle(event('GET', '/v0/nope'));
-    expect(r.statusCode).toBe(404);
-    expect(JSON.parse(r.body).error.code).toBe('not_found');
-  });
-});
 
 describe('the built bundle dist/gateway.mjs', () => {
   it('serves a real event with settings from the environment', async () => {
