@@ -25,18 +25,22 @@ export const INTERNAL_BLOB_HEADERS = {
 } as const;
 
 /**
- * The `fs` store of the project hosted by `agent`. `onUnreachable` is told when a call could not
- * reach the agent at all (so a caller holding a remembered agent record can drop it).
+ * The agent of an `fs` store could not be reached at all: 502 `upstream_unavailable` to the client,
+ * and to the caller a sign that what it remembers of that agent is stale.
  */
-export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestId?: string, onUnreachable?: () => void): BlobStore {
+export class BlobAgentUnreachableError extends ServiceError {
+  readonly agentId: string;
+  constructor(agentId: string) {
+    super('upstream_unavailable', `the fs blob store on host agent ${agentId} is unavailable`);
+    this.agentId = agentId;
+  }
+}
+
+/** The `fs` store of the project hosted by `agent`. */
+export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestId?: string): BlobStore {
   const base = requestId ? { requestId } : {};
-  const translate = (err: unknown): unknown => {
-    if (err instanceof ServiceError && err.code === 'orchestrator_unavailable') {
-      onUnreachable?.();
-      return errors.upstream(`the fs blob store on host agent ${agent.agent_id} is unavailable`);
-    }
-    return err;
-  };
+  const translate = (err: unknown): unknown =>
+    err instanceof ServiceError && err.code === 'orchestrator_unavailable' ? new BlobAgentUnreachableError(agent.agent_id) : err;
   return {
     backend: 'fs',
 

@@ -2,7 +2,7 @@
  * Which blob store serves a project's bytes: `s3` from settings, `fs` on the project's host agent
  * (docs/storage.md "The `s3` backend"), and the deletion of blobs nothing references any more.
  */
-import { agentBlobStore } from '../../../shared/blobs/agent.ts';
+import { BlobAgentUnreachableError, agentBlobStore } from '../../../shared/blobs/agent.ts';
 import { s3BlobStore } from '../../../shared/blobs/s3.ts';
 import type { BlobBackend, BlobStore } from '../../../shared/blobs/store.ts';
 import type { ProjectRecord } from '../../../shared/db/projects.ts';
@@ -16,25 +16,21 @@ export async function storeFor(deps: Deps, requestId: string, project: ProjectRe
   // A record of the agent read in the last seconds will do (handlers/domain/placement.ts): the byte
   // routes then make one DynamoDB round trip less.
   const agent = await storageAgent(deps, project, true);
-  let unreachable = false;
-  const first = agentBlobStore(deps.agents, agent, requestId, () => {
-    unreachable = true;
-    deps.placement.forgetAgent(agent.agent_id);
-  });
+  const first = forgetting(deps, agentBlobStore(deps.agents, agent, requestId));
   // When the agent could not be reached, read its record again before answering: if it now
   // registers another address, try that once. Not for a PUT: its body may be partly sent already.
   const again = async <T>(call: (store: BlobStore) => Promise<T>): Promise<T> => {
     try {
       return await call(first);
     } catch (err) {
-      if (!unreachable) throw err;
+      if (!(err instanceof BlobAgentUnreachableError)) throw err;
       const fresh = await storageAgent(deps, project, false);
       if (fresh.internal_url === agent.internal_url) {
-        // Still registered where it did not answer: remember nothing of it.
+        // Still registered where it did not answer: remember nothing of it (the re-read did).
         deps.placement.forgetAgent(agent.agent_id);
         throw err;
       }
-      return call(agentBlobStore(deps.agents, fresh, requestId, () => deps.placement.forgetAgent(fresh.agent_id)));
+      return call(forgetting(deps, agentBlobStore(deps.agents, fresh, requestId)));
     }
   };
   return {
@@ -42,6 +38,27 @@ export async function storeFor(deps: Deps, requestId: string, project: ProjectRe
     put: (projectId, name, input) => first.put(projectId, name, input),
     get: (projectId, name, range, signal) => again((store) => store.get(projectId, name, range, signal)),
     delete: (projectId, name) => again((store) => store.delete(projectId, name)),
+  };
+}
+
+/**
+ * `store`, forgetting what this isolate remembers of its agent when the agent cannot be reached
+ * (docs/architecture.md: the placement cache is the domain's; the adapter only reports).
+ */
+function forgetting(deps: Deps, store: BlobStore): BlobStore {
+  const guard = async <T>(call: Promise<T>): Promise<T> => {
+    try {
+      return await call;
+    } catch (err) {
+      if (err instanceof BlobAgentUnreachableError) deps.placement.forgetAgent(err.agentId);
+      throw err;
+    }
+  };
+  return {
+    backend: store.backend,
+    put: (projectId, name, input) => guard(store.put(projectId, name, input)),
+    get: (projectId, name, range, signal) => guard(store.get(projectId, name, range, signal)),
+    delete: (projectId, name) => guard(store.delete(projectId, name)),
   };
 }
 
@@ -58,7 +75,7 @@ export function earlyStore(
   if (backend === 's3') return { store: s3BlobStore(deps.settings), agentId: null };
   const agent = rememberedAgent(deps, projectId);
   if (!agent) return null;
-  return { store: agentBlobStore(deps.agents, agent, requestId, () => deps.placement.forgetAgent(agent.agent_id)), agentId: agent.agent_id };
+  return { store: forgetting(deps, agentBlobStore(deps.agents, agent, requestId)), agentId: agent.agent_id };
 }
 
 /** The project's live agent as the `fs` store: its absence is the storage upstream's (contract error list). */
