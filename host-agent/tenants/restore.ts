@@ -6,15 +6,13 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import type { Db } from '../../shared/db/client.ts';
 import { getSnapshot, type SnapshotBackup } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { nowIso } from '../../shared/time.ts';
-import type { Engines } from './engine.ts';
 import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable } from './files.ts';
 import { dirStamp, RESTORE_STAGING_PREFIX, type Layout } from './layout.ts';
 import type { TenantLogs } from './logs.ts';
-import type { EnginePin } from './pin.ts';
+import type { SnapshotDeps } from './snapshot.ts';
 
 /** What a restore did. */
 export interface Restored {
@@ -29,15 +27,8 @@ export interface Restored {
   backup: SnapshotBackup;
 }
 
-/** What a restore needs. */
-export interface RestoreDeps {
-  db: Db;
-  layout: Layout;
-  logs: TenantLogs;
-  now: () => number;
-  pin: EnginePin;
-  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs'>;
-}
+/** What a restore needs: what any engine command on a sleeping tenant needs (snapshot.ts). */
+export type RestoreDeps = SnapshotDeps;
 
 /** Swaps the snapshot's backup in as the sleeping tenant's data directory (the caller holds the project's queue). */
 export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snapshotId: string): Promise<Restored> {
