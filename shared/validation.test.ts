@@ -1,18 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ServiceError } from './errors.ts';
 import { parseOr400 } from './validation.ts';
+import { invalidMessage } from '../test/helpers/invalid.ts';
 
-function message(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ServiceError);
-    expect((err as ServiceError).code).toBe('invalid_request');
-    return (err as ServiceError).message;
-  }
-  throw new Error('expected invalid_request');
-}
+const message = invalidMessage;
 
 const body = z.strictObject({
   name: z.string(),

@@ -5,18 +5,9 @@ import { labelSchema } from './labels.ts';
 import { pageQuerySchema } from './pagination.ts';
 import { createProjectRequestSchema, projectIdSchema } from './projects.ts';
 import { parseOr400 } from '../validation.ts';
-import { ServiceError } from '../errors.ts';
+import { invalidMessage } from '../../test/helpers/invalid.ts';
 
-function message(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ServiceError);
-    expect((err as ServiceError).code).toBe('invalid_request');
-    return (err as ServiceError).message;
-  }
-  throw new Error('expected invalid_request');
-}
+const message = invalidMessage;
 
 describe('schemas', () => {
   it('accept project names of 1 to 64 characters', () => {

@@ -11,6 +11,7 @@ import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { listAgents } from '../../shared/db/agents.ts';
 import { createDb } from '../../shared/db/client.ts';
 import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { callJson } from '../helpers/http.ts';
 
 const dir = tempDir('svc-stack-');
 let stack: Stack;
@@ -18,15 +19,7 @@ let token: string;
 let projectId: string;
 let key: string;
 
-async function call(method: string, path: string, auth?: string, body?: unknown): Promise<any> {
-  const r = await fetch(`${stack.url}${path}`, {
-    method,
-    headers: { ...(auth ? { authorization: `Bearer ${auth}` } : {}), 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(r.status, `${method} ${path}`).toBeLessThan(300);
-  return r.json();
-}
+const call = (method: string, path: string, auth?: string, body?: unknown) => callJson(stack.url, method, path, auth, body);
 
 beforeAll(async () => {
   stack = await startStack({

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { issueInternalToken } from '../../shared/auth.ts';
 import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { callJson } from '../helpers/http.ts';
 
 const MiB = 1024 * 1024;
 const dir = tempDir('svc-front-');
@@ -32,15 +33,7 @@ let projects: string[];
 let key: string;
 let nodeEntry: { child: ChildProcess; url: string } | undefined;
 
-async function call(method: string, path: string, auth?: string, body?: unknown): Promise<any> {
-  const r = await fetch(`${stack.url}${path}`, {
-    method,
-    headers: { ...(auth ? { authorization: `Bearer ${auth}` } : {}), 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(r.status, `${method} ${path}`).toBeLessThan(300);
-  return r.json();
-}
+const call = (method: string, path: string, auth?: string, body?: unknown) => callJson(stack.url, method, path, auth, body);
 
 beforeAll(async () => {
   stack = await startStack({
