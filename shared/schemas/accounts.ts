@@ -1,6 +1,7 @@
 /** Signup and session bodies (the interface contract "Accounts and session tokens"; docs/api.md). */
 import { z } from 'zod';
 import { ID_PATTERNS } from '../ids.ts';
+import { timestampSchema } from './common.ts';
 import { projectNameSchema } from './projects.ts';
 
 /** An account id. */
@@ -17,3 +18,14 @@ export const sessionRequestSchema = z.strictObject({
   account_id: accountIdSchema,
   account_secret: z.string().max(256, 'must be at most 256 characters'),
 });
+
+/** Answer of `POST /v0/signup`: the account secret is shown here only. */
+export const signupAnswerSchema = z.object({
+  account_id: accountIdSchema,
+  account_secret: z.string(),
+  token: z.string(),
+  expires_at: timestampSchema,
+});
+
+/** Answer of `POST /v0/sessions`. */
+export const sessionAnswerSchema = z.object({ token: z.string(), expires_at: timestampSchema });

@@ -21,3 +21,11 @@ export const pageQuerySchema = z.strictObject({
   limit: limitSchema.optional(),
   cursor: cursorSchema.optional(),
 });
+
+/**
+ * A page of a list as answered: the items under `key` and `next_cursor`, null exactly when the
+ * page ends the list (docs/api.md "Decisions").
+ */
+export function pageAnswerSchema<K extends string, T extends z.ZodType>(key: K, item: T) {
+  return z.object({ [key]: z.array(item), next_cursor: z.string().nullable() } as { [P in K]: z.ZodArray<T> } & { next_cursor: z.ZodNullable<z.ZodString> });
+}

@@ -4,7 +4,9 @@
  */
 import { z } from 'zod';
 import { ID_PATTERNS } from '../ids.ts';
+import { timestampSchema } from './common.ts';
 import { isBlank } from './labels.ts';
+import { pageAnswerSchema } from './pagination.ts';
 
 /** Engine version pin (the interface contract "Versioning" 3). */
 export const ENGINE_PIN = '3.0.0';
@@ -36,8 +38,8 @@ export const projectSchema = z.object({
   id: projectIdSchema,
   name: z.string(),
   state: projectStateSchema,
-  created_at: z.string(),
-  updated_at: z.string(),
+  created_at: timestampSchema,
+  updated_at: timestampSchema,
   native: z.object({ pin: z.literal(ENGINE_PIN), data_plane: z.literal(DATA_PLANE) }),
 });
 /** A project as answered. */
@@ -45,3 +47,6 @@ export type Project = z.output<typeof projectSchema>;
 
 /** Body of `POST /v0/projects`. */
 export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
+
+/** `GET /v0/projects`: a page of the caller's projects. */
+export const projectListSchema = pageAnswerSchema('projects', projectSchema);

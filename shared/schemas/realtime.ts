@@ -4,6 +4,7 @@
  * subscribe query.
  */
 import { z } from 'zod';
+import { timestampSchema } from './common.ts';
 
 /** Channel names (the interface contract "Limits"). */
 export const CHANNEL_PATTERN = /^[a-z0-9._-]{1,64}$/;
@@ -35,4 +36,13 @@ export const subscribeQuerySchema = z.strictObject({
     .array(channelSchema)
     .optional()
     .transform((v) => [...new Set(v ?? [])]),
+});
+
+/** A realtime event as delivered (the interface contract "Realtime event as delivered"). */
+export const realtimeEventSchema = z.object({
+  id: z.int().min(1),
+  channel: z.string(),
+  event: z.string(),
+  payload: z.unknown(),
+  ts: timestampSchema,
 });

@@ -3,6 +3,8 @@
  */
 import { z } from 'zod';
 import { RESERVED_ENV_NAMES, SECRET_NAME_PATTERN } from '../db/secrets.ts';
+import { timestampSchema } from './common.ts';
+import { pageAnswerSchema } from './pagination.ts';
 
 /** Longest value, in characters (Unicode code points), per the contract's "Limits". */
 export const SECRET_VALUE_MAX_CHARS = 4096;
@@ -54,3 +56,17 @@ export const functionEnvRequestSchema = z.strictObject({
   function_name: functionNameSchema,
   cloud_origin: cloudOriginSchema,
 });
+
+// Answers
+
+/** Function secret metadata (the interface contract "Function secret (metadata)"): never the value. */
+export const secretMetadataSchema = z.object({
+  project: z.string().regex(/^prj_[0-9a-f]{16}$/),
+  name: z.string().regex(SECRET_NAME_PATTERN),
+  version: z.int().min(1),
+  created_at: timestampSchema,
+  updated_at: timestampSchema,
+});
+
+/** Answer of `GET …/functions/secrets`. */
+export const secretListSchema = pageAnswerSchema('secrets', secretMetadataSchema);

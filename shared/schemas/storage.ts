@@ -3,7 +3,9 @@
  * requests (the interface contract "Bucket record", "Object catalog row", "Limits"; docs/storage.md).
  */
 import { z } from 'zod';
-import { pageQuerySchema } from './pagination.ts';
+import { ID_PATTERNS } from '../ids.ts';
+import { stringMapSchema, timestampSchema } from './common.ts';
+import { pageAnswerSchema, pageQuerySchema } from './pagination.ts';
 
 /** Bucket name: S3-compatible, the same on every backend. */
 export const bucketNameSchema = z
@@ -60,3 +62,48 @@ function codePoints(s: string): number {
   }
   return n;
 }
+
+// Answers
+
+/** A bucket record (the interface contract "Bucket record"). */
+export const bucketSchema = z.object({ project: z.string().regex(ID_PATTERNS.prj), name: bucketNameSchema, created_at: timestampSchema });
+
+/** Answer of `GET …/storage/buckets`. */
+export const bucketListSchema = pageAnswerSchema('buckets', bucketSchema);
+
+/** An object catalog row (the interface contract "Object catalog row"). */
+export const objectRowSchema = z.object({
+  id: z.string().regex(ID_PATTERNS.obj),
+  project: z.string().regex(ID_PATTERNS.prj),
+  bucket: bucketNameSchema,
+  key: z.string().min(1),
+  size: z.int().min(0),
+  etag: z.string(),
+  content_type: z.string(),
+  backend: z.enum(['fs', 's3']),
+  state: z.enum(['pending', 'stored']),
+  created_at: timestampSchema,
+  updated_at: timestampSchema,
+});
+
+/** Answer of `GET …/storage/objects?bucket=`: a page of one bucket's rows, by key. */
+export const objectListSchema = pageAnswerSchema('objects', objectRowSchema).extend({ bucket: bucketNameSchema });
+
+/** Answer of `POST …/storage/uploads` (the interface contract: upload ticket). */
+export const uploadTicketSchema = z.object({
+  object_id: z.string().regex(ID_PATTERNS.obj),
+  method: z.literal('PUT'),
+  upload_url: z.string(),
+  headers: stringMapSchema,
+  max_bytes: z.int(),
+  expires_at: timestampSchema,
+});
+
+/** Answer of `POST …/storage/downloads` (the interface contract: download ticket). */
+export const downloadTicketSchema = z.object({
+  method: z.literal('GET'),
+  download_url: z.string(),
+  headers: stringMapSchema,
+  expires_at: timestampSchema,
+  object: objectRowSchema,
+});
