@@ -5,7 +5,9 @@
  */
 import { Router } from 'itty-router';
 import { errorResponse, errors } from '../shared/errors.ts';
+import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { newRequestId } from '../shared/ids.ts';
+import { corsHeadersFor, preflightAnswer } from './cors.ts';
 import * as accounts from './routes/accounts.ts';
 import type { Deps, Routes } from './context.ts';
 import * as health from './routes/health.ts';
@@ -58,11 +60,15 @@ export function routeTable(): [string, string][] {
 export function createApp(deps: Deps): App {
   const router: Routes = Router();
   for (const m of modules) m.register(router);
+  const cors = parseCorsOrigins(deps.settings.SVCD_CORS_ORIGINS);
 
   return {
     routes: router.routes.map(([method, , , path]) => [String(method), String(path)]),
     async fetch(request: Request, exec?: ExecutionContext): Promise<Response> {
       const requestId = newRequestId();
+      // A preflight carries no credential and is answered for every path (docs/api.md "Browsers and CORS").
+      const preflight = preflightAnswer(cors, request);
+      if (preflight) return withHeaders(preflight, { 'x-request-id': requestId });
       // Node keeps running what is not awaited; a worker runtime needs to be told.
       const afterAnswer = exec ? (task: Promise<void>) => exec.waitUntil(task) : (task: Promise<void>) => void task;
       let response: Response;
@@ -73,20 +79,24 @@ export function createApp(deps: Deps): App {
       } catch (thrown) {
         response = errorResponse(thrown, requestId, deps.log);
       }
-      return withRequestId(response, requestId);
+      return withHeaders(response, { ...corsHeadersFor(cors, request), 'x-request-id': requestId });
     },
   };
 }
 
-/** Sets `X-Request-Id`, copying the response when its headers are immutable (a proxied fetch answer). */
-function withRequestId(response: Response, requestId: string): Response {
+/** Sets `headers` (`X-Request-Id`, CORS), copying the response when its headers are immutable (a proxied fetch answer). */
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  const set = (target: Response) => {
+    for (const [name, value] of Object.entries(headers)) {
+      if (name === 'vary') target.headers.append(name, value);
+      else target.headers.set(name, value);
+    }
+    return target;
+  };
   try {
-    response.headers.set('x-request-id', requestId);
-    return response;
+    return set(response);
   } catch {
-    const copy = new Response(response.body, response);
-    copy.headers.set('x-request-id', requestId);
-    return copy;
+    return set(new Response(response.body, response));
   }
 }
 

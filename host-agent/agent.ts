@@ -18,6 +18,7 @@ import { agentIdentity } from './identity.ts';
 import { createInternalApi, type InternalRoutes } from './internal-api.ts';
 import { KeyCache } from './dataplane/key-cache.ts';
 import { Peers } from './dataplane/peers.ts';
+import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { startDataplane } from './dataplane/server.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
@@ -125,6 +126,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     log,
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
+    cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS),
   }).catch(async (err: unknown) => {
     await internal.close();
     throw err;

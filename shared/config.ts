@@ -5,6 +5,7 @@
  * `.svc/` and hands them to its children, so no deployment runs on a well-known secret.
  */
 import { z } from 'zod';
+import { parseCorsOrigins } from './http/cors.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const secret = z.string().min(32, 'must be at least 32 characters');
@@ -16,6 +17,15 @@ export const settingsSchema = z.object({
   // Public HTTP (local stack and the Node entry).
   SVCD_HOST: z.string().default('127.0.0.1'),
   SVCD_PORT: int(0, 65535).default(8787),
+  // Origins whose pages may call /v0 and /v2 (docs/api.md "Browsers and CORS"): empty (none), `*`, or
+  // exact origins separated by commas. The local stack sets `*`.
+  SVCD_CORS_ORIGINS: z.string().default('').superRefine((value, ctx) => {
+    try {
+      parseCorsOrigins(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }),
   // Metadata.
   SVCD_DYNAMODB_ENDPOINT: url.optional(),
   SVCD_DYNAMODB_REGION: z.string().min(1).default('us-east-1'),

@@ -27,6 +27,7 @@ import type { AddressInfo } from 'node:net';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
+import { corsAnswerHeaders, isPreflight, NO_CORS, preflightHeaders, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, UpstreamError } from '../../shared/http/forward.ts';
 import { connectionTokens, HOP_BY_HOP, isHopByHop } from '../../shared/http/hop-by-hop.ts';
 import type { KeyCache } from './key-cache.ts';
@@ -79,6 +80,8 @@ export interface DataplaneOptions {
   agentId?: string;
   /** The other agents (several agents); without it every key is served here. */
   peers?: Peers;
+  /** Origins whose pages may call `/v2` (`SVCD_CORS_ORIGINS`, docs/api.md "Browsers and CORS"); default none. */
+  cors?: CorsPolicy;
 }
 
 /**
@@ -124,6 +127,9 @@ interface Scanned {
   chunked: boolean;
   /** `X-Svc-Forwarded-By` values: the request came from another agent. */
   forwardedBy: string[];
+  /** `Origin` and `Access-Control-Request-Method`: a browser's request, or its preflight. */
+  origin: string | undefined;
+  preflightMethod: string | undefined;
   /** Headers for the engine, undici's flat `[name, value, ...]`: no hop-by-hop ones, no credential, no host. */
   forwarded: string[];
 }
@@ -133,7 +139,16 @@ interface Scanned {
  * node's two lazily built header objects: the hot path reads headers once.
  */
 function scan(raw: string[]): Scanned {
-  const out: Scanned = { authorization: [], projectRefs: [], contentLength: undefined, chunked: false, forwardedBy: [], forwarded: [] };
+  const out: Scanned = {
+    authorization: [],
+    projectRefs: [],
+    contentLength: undefined,
+    chunked: false,
+    forwardedBy: [],
+    origin: undefined,
+    preflightMethod: undefined,
+    forwarded: [],
+  };
   let connection: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -157,6 +172,12 @@ function scan(raw: string[]): Scanned {
       case FORWARDED_BY:
         out.forwardedBy.push(value);
         continue;
+      case 'origin':
+        out.origin = value;
+        break;
+      case 'access-control-request-method':
+        out.preflightMethod = value;
+        break;
       case 'host':
       case 'expect':
         continue;
@@ -229,16 +250,26 @@ async function* bodyOf(req: IncomingMessage, max: number | null): AsyncGenerator
 
 /** Starts the `/v2` listener on host:port (0: a free port). */
 export async function startDataplane(options: DataplaneOptions): Promise<Dataplane> {
-  const { endpoints, keys, maxBytes, log, agentId, peers } = options;
+  const { endpoints, keys, maxBytes, log, agentId, peers, cors = NO_CORS } = options;
   const upstreams = new Upstreams();
 
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean): Promise<void> {
     const path = req.url ?? '';
+    const h = scan(req.rawHeaders);
+    if (h.origin !== undefined) {
+      // A browser's request (docs/api.md "Browsers and CORS"): its preflight is answered here, for
+      // any path and without a credential; every other answer, errors and the engine's alike,
+      // carries the CORS headers of an allowed origin.
+      if (isPreflight(req.method, h.preflightMethod)) {
+        res.writeHead(204, { ...preflightHeaders(cors, h.origin), 'x-request-id': requestId });
+        res.end();
+        return;
+      }
+      for (const [name, value] of Object.entries(corsAnswerHeaders(cors, h.origin))) res.setHeader(name, value);
+    }
     if (!(path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?'))) {
       throw badTarget(req) ?? errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
     }
-
-    const h = scan(req.rawHeaders);
     const presented = parseProjectKey(bearerOf(h.authorization));
     if (!presented) throw errors.unauthenticated('/v2 takes a project key (svc1_<key_id>_<secret>); a session token is not accepted');
     const { projectId, owner } = keys.verifyWarm(presented) ?? (await keys.verify(presented));

@@ -34,6 +34,7 @@ import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
+import { corsAnswerHeaders, NO_CORS, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
 
 /** Where the front sends requests. */
@@ -52,6 +53,11 @@ export interface FrontOptions {
   log: (line: string) => void;
   /** Connections to the handlers for ordinary requests (event streams and object bytes have no bound). */
   handlerConnections?: number;
+  /**
+   * Origins allowed to read the front's own error answers (`SVCD_CORS_ORIGINS`). Preflights and
+   * every other answer are the handlers' and the agents' and pass through unchanged.
+   */
+  cors?: CorsPolicy;
 }
 
 /** A running front. */
@@ -98,14 +104,18 @@ export function isLongLived(method: string, path: string): boolean {
   return (method === 'GET' || method === 'HEAD' || method === 'PUT') && LONG_LIVED.test(path);
 }
 
-/** Answers `err` through the one renderer; whatever failed, the connection is not reused. */
-function fail(req: IncomingMessage, res: ServerResponse, err: ServiceError): void {
+/**
+ * Answers `err` through the one renderer, with the CORS headers of an allowed origin so a page can
+ * read it (docs/api.md "Browsers and CORS"); whatever failed, the connection is not reused.
+ */
+function fail(req: IncomingMessage, res: ServerResponse, err: ServiceError, cors: CorsPolicy): void {
   res.shouldKeepAlive = false;
+  if (!res.headersSent) for (const [name, value] of Object.entries(corsAnswerHeaders(cors, req.headers.origin))) res.setHeader(name, value);
   answerError(req, res, err, newRequestId());
 }
 
 /** Starts the front on host:port (0: a free port). */
-export async function startFront(targets: FrontTargets, { host, port, log, handlerConnections = 256 }: FrontOptions): Promise<Front> {
+export async function startFront(targets: FrontTargets, { host, port, log, handlerConnections = 256, cors = NO_CORS }: FrontOptions): Promise<Front> {
   const options = (connections: number | null, bodyTimeout: number) => ({
     connections,
     connect: keepAnswersConnect(CONNECT_MS),
@@ -207,17 +217,17 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
       const status = res.headersSent ? String(res.statusCode) : 'closed';
       log(`front: ${method} ${refused ? '(not a path)' : path.split('?', 1)[0]} ${status} ${(performance.now() - started).toFixed(1)} ms`);
     });
-    if (refused) return fail(req, res, refused);
+    if (refused) return fail(req, res, refused, cors);
     const cl = req.headers['content-length'];
     const hasBody = req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
     const headers = upstreamRequestHeaders(req, NOTHING);
     headers.push('x-forwarded-host', targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`, 'x-forwarded-proto', 'http');
     send(req, res, method, path, headers, hasBody).catch((err: unknown) => {
-      if (res.destroyed || res.headersSent) return fail(req, res, new ServiceError('internal', 'cut short'));
+      if (res.destroyed || res.headersSent) return fail(req, res, new ServiceError('internal', 'cut short'), cors);
       const what = isDataPlane(path) ? 'host agent' : 'handlers';
       log(`front: ${method} ${path.split('?', 1)[0]} to the ${what} failed: ${(err as Error).message}`);
-      if (err instanceof UpstreamError) fail(req, res, new ServiceError('orchestrator_unavailable', `the ${what} did not answer`));
-      else fail(req, res, new ServiceError('internal', 'the local front failed'));
+      if (err instanceof UpstreamError) fail(req, res, new ServiceError('orchestrator_unavailable', `the ${what} did not answer`), cors);
+      else fail(req, res, new ServiceError('internal', 'the local front failed'), cors);
     });
   });
   answerClientErrors(server, log);

@@ -23,6 +23,7 @@ import { join, resolve } from 'node:path';
 import { loadSettings, type Settings } from '../../shared/config.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
+import { parseCorsOrigins } from '../../shared/http/cors.ts';
 import { awaitReadyLine, exitOf, stopChild } from './children.ts';
 import { startFront } from './front-proxy.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
@@ -186,6 +187,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       SVCD_ROOT: join(dir, 'agent'),
       SVCD_AWS_ACCESS_KEY_ID: 'local',
       SVCD_AWS_SECRET_ACCESS_KEY: 'local',
+      // A page on any local origin may call the stack (docs/api.md "Browsers and CORS").
+      SVCD_CORS_ORIGINS: '*',
       ...localSecrets(dir),
       ...fromEnv,
     };
@@ -328,7 +331,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     record();
     const front = await startFront(
       { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl) },
-      { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log },
+      { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log, cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS) },
     );
     cleanups.push(() => front.close());
     const url = front.url;
