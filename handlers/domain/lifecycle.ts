@@ -1,12 +1,14 @@
 /**
  * The tenant lifecycle (contract "States and transitions"; docs/lifecycle.md): wakeup, sleep, head,
  * snapshot and restore are done by the project's host agent, which records the state; the handlers
- * only pass it what they read. Snapshot reads come from DynamoDB.
+ * only pass it what they read. Snapshot reads come from DynamoDB. Deleting a snapshot and the
+ * previous data directories restore keeps are the agent's too (docs/lifecycle.md "Deleting a
+ * snapshot", "Previous data directories"): it holds the directories and writes the receipts.
  */
 import { getSnapshot, listSnapshots, type Snapshot } from '../../shared/db/snapshots.ts';
 import { getOwnedProject, projectView, type ProjectRecord } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
-import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
+import type { InternalDeletion, RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import type { Project } from '../../shared/schemas/projects.ts';
 import type { Deps } from '../context.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
@@ -37,13 +39,20 @@ export async function ownedProjectForAgent(deps: Deps, accountId: string, projec
   return { project, prefetched };
 }
 
-/** Calls the project's agent on one of its internal lifecycle routes. */
-async function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
+/** Calls the project's agent on `method` `/internal/v1/projects/{id}/{rest}`. */
+async function askAgent<T>(deps: Deps, call: LifecycleCall, method: string, rest: string, body?: unknown): Promise<T> {
   const agent = await agentFor(deps, call.project, call.prefetched);
-  return deps.agents.json<T>(agent, 'POST', `/internal/v1/projects/${call.project.id}/${op}`, {
-    body: { recorded: recordedOf(call.project), ...body },
-    requestId: call.requestId,
-  });
+  return deps.agents.json<T>(agent, method, `/internal/v1/projects/${call.project.id}/${rest}`, { body, requestId: call.requestId });
+}
+
+/** Calls the project's agent on one of its internal lifecycle routes. */
+function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
+  return askAgent<T>(deps, call, 'POST', op, { recorded: recordedOf(call.project), ...body });
+}
+
+/** The receipt fields of a deletion the owner asks for (docs/api.md "Receipts"). */
+function deletionOf(call: LifecycleCall): InternalDeletion {
+  return { actor: call.project.owner, request_id: call.requestId };
 }
 
 /** The project as answered, with the state its agent now records. */
@@ -91,4 +100,26 @@ export async function snapshotOf(deps: Deps, projectId: string, snapshotId: stri
   const snapshot = await getSnapshot(deps.db, projectId, snapshotId);
   if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
   return snapshot;
+}
+
+/**
+ * Deletes one snapshot of the project, row and backup directory, receipted `snapshot.delete`;
+ * answers the snapshot as it was. 404 unknown; 409 `conflict` while it is restored or taken.
+ */
+export function deleteSnapshot(deps: Deps, call: LifecycleCall & { snapshotId: string }): Promise<Snapshot> {
+  return askAgent<Snapshot>(deps, call, 'DELETE', `snapshots/${call.snapshotId}`, deletionOf(call));
+}
+
+/** One page of the project's previous data directories, newest first, as its agent finds them. */
+export function listReplacedDirs(deps: Deps, call: LifecycleCall, query: PageQuery): Promise<AnsweredPage<ReplacedDir>> {
+  return pageOf(deps, ['replaced', call.project.id], query, async (limit, after) => {
+    const params = new URLSearchParams({ limit: String(limit), ...(after === undefined ? {} : { after }) });
+    const page = await askAgent<ReplacedPage>(deps, call, 'GET', `replaced?${params}`);
+    return { items: page.items, nextCursor: page.next };
+  });
+}
+
+/** Frees one previous data directory of the project, receipted `replaced.delete`; answers it as it was. 404 unknown. */
+export function discardReplacedDir(deps: Deps, call: LifecycleCall & { name: string }): Promise<ReplacedDir> {
+  return askAgent<ReplacedDir>(deps, call, 'DELETE', `replaced/${encodeURIComponent(call.name)}`, deletionOf(call));
 }

@@ -9,10 +9,26 @@
  *   POST /internal/v1/projects/{id}/head       {recorded}                → head answer
  *   POST /internal/v1/projects/{id}/snapshots  {recorded, label?}        → Snapshot
  *   POST /internal/v1/projects/{id}/restore    {recorded, snapshot_id}   → restore answer
+ *
+ * and the deletions the owner asks for, with who asked for the receipt (docs/lifecycle.md "Deleting
+ * a snapshot", "Previous data directories"):
+ *
+ *   DELETE /internal/v1/projects/{id}/snapshots/{snapshot_id}  {actor, request_id}  → Snapshot removed
+ *   GET    /internal/v1/projects/{id}/replaced?limit=&after=                       → {items, next}
+ *   DELETE /internal/v1/projects/{id}/replaced/{name}          {actor, request_id}  → entry freed
  */
-import { internalRestoreSchema, internalSnapshotSchema, tenantCallSchema } from '../../shared/schemas/lifecycle.ts';
+import {
+  internalDeletionSchema,
+  internalReplacedQuerySchema,
+  internalRestoreSchema,
+  internalSnapshotSchema,
+  tenantCallSchema,
+  type InternalDeletion,
+} from '../../shared/schemas/lifecycle.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
+import { replacedNameSchema, snapshotIdSchema } from '../../shared/schemas/snapshots.ts';
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
+import { parseOr400 } from '../../shared/validation.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import { headAnswer, restoreAnswer } from './answers.ts';
 
@@ -56,5 +72,27 @@ export function register(router: InternalRouter): void {
     const projectId = projectOf(request);
     const body = await readJson(request, internalRestoreSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(restoreAnswer(await ctx.tenants.restore(projectId, body.recorded, body.snapshot_id)));
+  });
+
+  const deletionOf = (body: InternalDeletion) => ({ actor: body.actor, requestId: body.request_id });
+
+  router.delete('/internal/v1/projects/:id/snapshots/:snapshot_id', async (request, ctx) => {
+    const projectId = projectOf(request);
+    const snapshotId = pathParam((request as Routed).params.snapshot_id, 'snapshot_id', snapshotIdSchema);
+    const body = await readJson(request, internalDeletionSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
+    return json(await ctx.tenants.deleteSnapshot(projectId, snapshotId, deletionOf(body)));
+  });
+
+  router.get('/internal/v1/projects/:id/replaced', async (request, ctx) => {
+    const projectId = projectOf(request);
+    const query = parseOr400(internalReplacedQuerySchema, Object.fromEntries(new URL(request.url).searchParams), 'query');
+    return json(await ctx.tenants.replaced(projectId, query.limit, query.after));
+  });
+
+  router.delete('/internal/v1/projects/:id/replaced/:name', async (request, ctx) => {
+    const projectId = projectOf(request);
+    const name = pathParam((request as Routed).params.name, 'name', replacedNameSchema);
+    const body = await readJson(request, internalDeletionSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
+    return json(await ctx.tenants.discardReplaced(projectId, name, deletionOf(body)));
   });
 }

@@ -3,7 +3,8 @@
  *
  *   tenants/<project>/data/                    the one active data directory
  *   tenants/<project>/initializing-<ts>-<hex>/ `engine init` at work, renamed to data/ once it succeeded
- *   tenants/<project>/replaced/<ts>-<snap>/    previous directories moved aside by restore, never deleted
+ *   tenants/<project>/replaced/<ts>-<snap>/    previous directories moved aside by restore, freed only on request
+ *   tenants/<project>/discarding/<name>/       a previous directory being freed, and its receipt marker
  *   tenants/<project>/restoring-<ts>-<snap>/   a restore's fresh directory, until it is swapped in
  *   tenants/<project>/unapplied/<ts>-<snap>/   a fresh directory of a restore interrupted before its swap
  *   tenants/<project>/restore.json             the journal of a restore in progress (crash repair)
@@ -31,6 +32,7 @@ export interface Layout {
   dataDir(projectId: string): string;
   replacedRoot(projectId: string): string;
   unappliedRoot(projectId: string): string;
+  discardingRoot(projectId: string): string;
   restoreJournal(projectId: string): string;
   snapshotRoot(projectId: string): string;
   backupDir(projectId: string, snapshotId: string): string;
@@ -56,6 +58,7 @@ export function layoutOf(root: string): Layout {
     dataDir: (p) => join(tenants, p, 'data'),
     replacedRoot: (p) => join(tenants, p, 'replaced'),
     unappliedRoot: (p) => join(tenants, p, 'unapplied'),
+    discardingRoot: (p) => join(tenants, p, 'discarding'),
     restoreJournal: (p) => join(tenants, p, 'restore.json'),
     snapshotRoot: (p) => join(snapshots, p),
     backupDir: (p, s) => join(snapshots, p, s),

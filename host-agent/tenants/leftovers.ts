@@ -7,18 +7,21 @@
  * - staging directories: a first start's `initializing-…` (./init.ts), a restore's `restoring-…` once
  *   no journal names it, `unapplied/` (restores undone at start), and the engine's own
  *   `<name>.staging-<hex>` siblings, which the engine contract calls safe to delete (docs/engine.md);
+ * - previous directories the owner freed whose removal a crash interrupted (`discarding/`, left
+ *   after ./replaced.ts `repairDiscards` dealt with their receipt markers);
  * - backup directories under `snapshots/<p>/` that no snapshot row records (a crash between the
  *   backup and the row), only of snapshots begun before this agent started.
  *
  * `data/`, `replaced/`, recorded backups and anything unknown are never touched.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { listSnapshots } from '../../shared/db/snapshots.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
 import { INIT_STAGING_PREFIX, RESTORE_STAGING_PREFIX, type Layout } from './layout.ts';
+import { DISCARD_MARKER_SUFFIX } from './replaced.ts';
 
 /** What one sweep removed (paths relative to the agent root, or ids) and what it failed to remove. */
 export interface Sweep {
@@ -43,6 +46,15 @@ function remove(layout: Layout, path: string, sweep: Sweep): void {
     sweep.removed.push(relative(layout.root, path));
   } catch (err) {
     sweep.failed.push(`${relative(layout.root, path)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+/** A receipt marker of a freed previous directory (./replaced.ts): a file, not a directory of that name. */
+function isMarker(path: string): boolean {
+  try {
+    return path.endsWith(DISCARD_MARKER_SUFFIX) && lstatSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 
@@ -73,6 +85,11 @@ export function sweepStaging(layout: Layout): Sweep {
       if (name === 'unapplied') {
         const root = layout.unappliedRoot(projectId);
         for (const undone of entries(root)) remove(layout, join(root, undone), sweep);
+        if (entries(root).length === 0) rmSync(root, { recursive: true, force: true });
+      } else if (name === 'discarding') {
+        // A receipt marker still there could not be written at start: kept for the next one.
+        const root = layout.discardingRoot(projectId);
+        for (const freed of entries(root)) if (!isMarker(join(root, freed))) remove(layout, join(root, freed), sweep);
         if (entries(root).length === 0) rmSync(root, { recursive: true, force: true });
       } else if (name.startsWith(INIT_STAGING_PREFIX) || name.startsWith(RESTORE_STAGING_PREFIX) || ENGINE_STAGING.test(name)) {
         remove(layout, join(tenantDir, name), sweep);

@@ -39,14 +39,13 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   await deps.pin.ensure();
   const tenantDir = layout.tenantDir(projectId);
   const dataDir = layout.dataDir(projectId);
-  const name = `${dirStamp(deps.now())}-${snapshotId}`;
-  const fresh = join(tenantDir, `${RESTORE_STAGING_PREFIX}${name}`);
-  const replaced = join(layout.replacedRoot(projectId), name);
+  const fresh = join(tenantDir, `${RESTORE_STAGING_PREFIX}${dirStamp(deps.now())}-${snapshotId}`);
   mkdirSync(tenantDir, { recursive: true });
   // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
   // this agent does not know of (none should exist) would answer lock_held here: 409, nothing moved.
   if (existsSync(dataDir)) await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'restore', engines.startTimeoutMs);
-  writeJsonDurable(layout.restoreJournal(projectId), { snapshot_id: snapshotId, fresh, replaced, started_at: nowIso(deps.now()) });
+  const journal = { snapshot_id: snapshotId, fresh, started_at: nowIso(deps.now()) };
+  writeJsonDurable(layout.restoreJournal(projectId), journal);
   let restoreOutput: Record<string, unknown>;
   try {
     restoreOutput = await engines.command(projectId, ['restore', '--backup', snapshot.backup_dir, '--target', fresh, '--json'], 'restore', engines.longTimeoutMs);
@@ -54,9 +53,13 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
     repairRestore(layout, deps.logs, projectId);
     throw err;
   }
-  // The commit point: once data/ has moved aside, the agent's start rolls the swap forward.
+  // The commit point: once data/ has moved aside, the agent's start rolls the swap forward. The
+  // previous directory's name records when it moved and which snapshot replaced it
+  // (./replaced.ts lists them), journaled before the move.
   const hadData = existsSync(dataDir);
+  const replaced = join(layout.replacedRoot(projectId), `${dirStamp(deps.now())}-${snapshotId}`);
   if (hadData) {
+    writeJsonDurable(layout.restoreJournal(projectId), { ...journal, replaced });
     mkdirSync(layout.replacedRoot(projectId), { recursive: true });
     renameDurable(dataDir, replaced);
   }

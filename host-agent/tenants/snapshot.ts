@@ -24,8 +24,11 @@ export interface SnapshotDeps {
   engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs'>;
 }
 
-/** Backs up the sleeping tenant's data directory and records the snapshot (the caller holds the project's queue). */
-export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null): Promise<Snapshot> {
+/**
+ * Backs up the sleeping tenant's data directory and records the snapshot (the caller holds the
+ * project's queue). `claim` is told the new id before its backup begins (./holds.ts).
+ */
+export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null, claim: (snapshotId: string) => void = () => {}): Promise<Snapshot> {
   const { layout, engines } = deps;
   if (engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before taking a snapshot');
   const dataDir = layout.dataDir(projectId);
@@ -33,6 +36,7 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
   await deps.pin.ensure();
   const createdAt = deps.now();
   const snapshotId = newSnapshotId(createdAt);
+  claim(snapshotId);
   const backupDir = layout.backupDir(projectId, snapshotId);
   mkdirSync(layout.snapshotRoot(projectId), { recursive: true });
   const status = await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'snapshot', engines.startTimeoutMs);

@@ -3,8 +3,9 @@
  * tenant, started and stopped on request, never behind the client's back. This facade orders the
  * parts: the per-project queue (./queue.ts), the recorded state and its corrections (./state.ts), the
  * pin check (./pin.ts), the engines (./engine.ts), adoption (./adoption.ts), head (./head.ts),
- * snapshots (./snapshot.ts), restore and its repair (./restore.ts). It answers plain values; the
- * internal routes shape the answers (host-agent/routes/answers.ts).
+ * snapshots (./snapshot.ts) and their deletion (./snapshot-delete.ts, ./holds.ts), restore and its
+ * repair (./restore.ts), the previous directories restore keeps and their freeing (./replaced.ts).
+ * It answers plain values; the internal routes shape the answers (host-agent/routes/answers.ts).
  *
  * Every multi-step change is crash-safe: a pid record under `run/` is written the moment an engine is
  * spawned, and a restore journal before a restore touches anything; `start()` repairs, adopts or
@@ -14,20 +15,24 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import type { Settings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
 import type { Snapshot } from '../../shared/db/snapshots.ts';
+import { errors } from '../../shared/errors.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
-import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
+import type { RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import { adoptOrStop } from './adoption.ts';
 import { EngineSlots } from './capacity.ts';
 import { Engines, type Live, type LiveEndpoint } from './engine.ts';
 import { headOf, type Head } from './head.ts';
+import { SnapshotHolds } from './holds.ts';
 import { initDataDir } from './init.ts';
 import { layoutOf, type Layout } from './layout.ts';
 import { TenantLogs } from './logs.ts';
 import type { EnginePin } from './pin.ts';
 import { within } from './processes.ts';
 import { ProjectQueue, shuttingDown } from './queue.ts';
+import { discardReplaced, listReplaced, repairDiscards, type Deletion } from './replaced.ts';
 import { repairRestore, restoreSnapshot, type Restored } from './restore.ts';
 import { takeSnapshot } from './snapshot.ts';
+import { removeSnapshot } from './snapshot-delete.ts';
 import { RecordedStates, type EmitLifecycle, type Recorded } from './state.ts';
 
 export type { LiveEndpoint } from './engine.ts';
@@ -69,6 +74,7 @@ export class Tenants {
   readonly #engines: Engines;
   readonly #states: RecordedStates;
   readonly #slots: EngineSlots;
+  readonly #holds = new SnapshotHolds();
   #sweep: NodeJS.Timeout | undefined;
 
   constructor(deps: TenantsDeps) {
@@ -146,6 +152,11 @@ export class Tenants {
         repairRestore(layout, logs, projectId);
       } catch (err) {
         log(`agent: repairing the restore of ${projectId} failed: ${(err as Error).message}`);
+      }
+      try {
+        await repairDiscards(this.#parts(), projectId);
+      } catch (err) {
+        log(`agent: finishing the freeing of previous directories of ${projectId} failed: ${(err as Error).message}; retried at the next start`);
       }
     }
 
@@ -290,26 +301,64 @@ export class Tenants {
   /** Snapshot: a verified backup of the sleeping tenant's data directory, recorded per the contract. */
   snapshot(projectId: string, label: string | null): Promise<Snapshot> {
     return this.#queue.run(projectId, async () => {
-      const snapshot = await takeSnapshot(this.#parts(), projectId, label);
-      this.#states.notify(projectId, 'snapshot.created', { snapshot_id: snapshot.id, label, created_at: snapshot.created_at });
-      return snapshot;
+      let release = () => {};
+      try {
+        const snapshot = await takeSnapshot(this.#parts(), projectId, label, (id) => {
+          release = this.#holds.hold(projectId, id);
+        });
+        this.#states.notify(projectId, 'snapshot.created', { snapshot_id: snapshot.id, label, created_at: snapshot.created_at });
+        return snapshot;
+      } finally {
+        release();
+      }
     });
   }
 
   /** Restore: the snapshot swapped in as the data directory (./restore.ts); the tenant stays asleep. */
   restore(projectId: string, recorded: RecordedState, snapshotId: string): Promise<RestoreResult> {
-    return this.#queue.run(projectId, async () => {
-      const restored = await restoreSnapshot(this.#parts(), projectId, snapshotId);
-      const { answer } = await this.#states.record(projectId, recorded, 'sleeping');
-      this.#states.notify(projectId, 'project.restored', { snapshot_id: snapshotId, restored_at: restored.restoredAt });
-      return { state: answer.state, ...restored };
-    });
+    // Held from the request on, queued or running: its deletion is refused meanwhile (./holds.ts).
+    const release = this.#holds.hold(projectId, snapshotId);
+    return this.#queue
+      .run(projectId, async () => {
+        const restored = await restoreSnapshot(this.#parts(), projectId, snapshotId);
+        const { answer } = await this.#states.record(projectId, recorded, 'sleeping');
+        this.#states.notify(projectId, 'project.restored', { snapshot_id: snapshotId, restored_at: restored.restoredAt });
+        return { state: answer.state, ...restored };
+      })
+      .finally(release);
   }
 
-  /** What head, snapshot and restore need. */
+  /**
+   * Deletes a snapshot: its row with a receipt, then its backup directory (./snapshot-delete.ts).
+   * 409 `conflict` at once while a restore of it is asked for or running, or while it is being taken.
+   */
+  deleteSnapshot(projectId: string, snapshotId: string, deletion: Deletion): Promise<Snapshot> {
+    if (this.#holds.held(projectId, snapshotId)) {
+      return Promise.reject(errors.conflict(`snapshot ${snapshotId} is being restored or taken: retry once that has finished`));
+    }
+    return this.#queue.run(projectId, () => removeSnapshot(this.#parts(), projectId, snapshotId, deletion));
+  }
+
+  /** Whether a restore is asked for or running, or a snapshot being taken, for the project. */
+  snapshotsBusy(projectId: string): boolean {
+    return this.#holds.busy(projectId);
+  }
+
+  /** One page of the project's previous data directories (./replaced.ts); a read of the disk only. */
+  replaced(projectId: string, limit: number, after?: string): Promise<ReplacedPage> {
+    if (this.#queue.closed) return Promise.reject(shuttingDown());
+    return listReplaced(this.layout, projectId, limit, after);
+  }
+
+  /** Frees one previous data directory, receipted (./replaced.ts), after any restore of the project in flight. */
+  discardReplaced(projectId: string, name: string, deletion: Deletion): Promise<ReplacedDir> {
+    return this.#queue.run(projectId, () => discardReplaced(this.#parts(), projectId, name, deletion));
+  }
+
+  /** What head, snapshot, restore and the deletions need. */
   #parts() {
-    const { db, now, pin } = this.#deps;
-    return { db, layout: this.layout, logs: this.logs, now, pin, engines: this.#engines };
+    const { db, now, pin, log } = this.#deps;
+    return { db, layout: this.layout, logs: this.logs, now, pin, log, engines: this.#engines };
   }
 }
 

@@ -3,15 +3,15 @@
  * TransactWriteItems as the change it records: callers add `receiptPut(...)` to their transaction.
  * A receipt names its target (bucket/key, or a secret's name) and never carries a value.
  */
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../ids.ts';
-import type { Db } from './client.ts';
+import { isConditionFailure, type Db } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
 /** Operations that are receipted. */
-export type ReceiptOp = 'object.put' | 'object.delete' | 'secret.put' | 'secret.delete';
+export type ReceiptOp = 'object.put' | 'object.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete';
 
 /** A receipt as answered by `GET /v0/projects/{id}/receipts`. */
 export interface Receipt {
@@ -40,6 +40,21 @@ export function receiptPut(db: Db, receipt: Receipt): TransactItem {
       ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
+}
+
+/**
+ * Writes `receipt` on its own, for a change that is not a DynamoDB item (a directory freed on a host
+ * agent, docs/lifecycle.md "Freeing space"): idempotent by the receipt's id and time, so a repair that
+ * writes it again after a crash answers false instead of writing a second one.
+ */
+export async function putReceipt(db: Db, receipt: Receipt): Promise<boolean> {
+  try {
+    await db.doc.send(new TransactWriteCommand({ TransactItems: [receiptPut(db, receipt)] }));
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
 }
 
 /** Lists a project's receipts, newest first. */

@@ -3,12 +3,13 @@
  * `SNAP#<snapshot_id>`. Snapshot ids are time-ordered (below), so one GetItem answers "this
  * snapshot" and one backwards Query answers "newest first" without a second index.
  */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import { randomHex } from '../ids.ts';
 import type { Db } from './client.ts';
-import { isConditionFailure } from './client.ts';
+import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
+import { receiptPut, type Receipt } from './receipts.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
@@ -107,6 +108,33 @@ export async function listSnapshots(db: Db, projectId: string, limit: number, cu
     { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
   return { items: page.items.map(toSnapshot), nextCursor: page.nextCursor };
+}
+
+/**
+ * Removes a snapshot's row and writes its `snapshot.delete` receipt in one transaction; answers the
+ * record removed. Absent (never there, or removed meanwhile): 404. The backup directory is the
+ * caller's to remove afterwards: without a row it is never restored, and one a crash leaves is swept
+ * at the agent's next start (docs/lifecycle.md "Deleting a snapshot").
+ */
+export async function deleteSnapshotRow(db: Db, projectId: string, snapshotId: string, receipt: Receipt): Promise<Snapshot> {
+  const current = await getSnapshot(db, projectId, snapshotId);
+  if (!current) throw errors.notFound(`snapshot ${snapshotId} not found`);
+  try {
+    await db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: db.table, Key: keys.snapshot(projectId, snapshotId), ConditionExpression: 'attribute_exists(pk)' } },
+          receiptPut(db, receipt),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    // The row's condition failed: it went meanwhile. Otherwise the receipt's (an id collision).
+    if (cancellationReasons(err)[0] === 'ConditionalCheckFailed') throw errors.notFound(`snapshot ${snapshotId} not found`);
+    throw errors.conflict(`snapshot ${snapshotId} is being changed concurrently, retry`);
+  }
+  return current;
 }
 
 /** The id of the project's newest snapshot, or null. */
