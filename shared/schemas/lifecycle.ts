@@ -7,7 +7,7 @@ import { labelSchema } from './labels.ts';
 import { projectStateSchema } from './projects.ts';
 import { ID_PATTERNS } from '../ids.ts';
 import { limitSchema } from './pagination.ts';
-import { replacedNameSchema, snapshotIdSchema, snapshotLineageSchema } from './snapshots.ts';
+import { replacedDirSchema, replacedNameSchema, snapshotIdSchema, snapshotLineageSchema } from './snapshots.ts';
 import { timestampSchema } from './common.ts';
 
 /**
@@ -46,16 +46,8 @@ export const internalReplacedQuerySchema = z.strictObject({
   after: replacedNameSchema.optional(),
 });
 
-/** A directory under a tenant's `replaced/` as answered (docs/lifecycle.md "Previous data directories"). */
-export interface ReplacedDir {
-  name: string;
-  /** Absolute path on the host agent's machine (the restore answer's `replaced_dir`). */
-  path: string;
-  moved_at: string;
-  /** The snapshot whose restore moved it aside; null for a directory whose name does not say. */
-  snapshot_id: string | null;
-  bytes: number;
-}
+/** A directory under a tenant's `replaced/` as answered (./snapshots.ts `replacedDirSchema`). */
+export type ReplacedDir = z.output<typeof replacedDirSchema>;
 
 /** The agent's page of `GET …/replaced`: `next` is the last name answered when more follow. */
 export interface ReplacedPage {

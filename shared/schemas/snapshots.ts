@@ -63,6 +63,25 @@ export const snapshotSchema = z.object({
 export const snapshotListSchema = pageAnswerSchema('snapshots', snapshotSchema);
 
 /**
+ * A previous data directory restore moved aside (docs/lifecycle.md "Previous data directories"):
+ * answered by `GET …/replaced` and, as it was, by `DELETE …/replaced/{name}`.
+ */
+export const replacedDirSchema = z.object({
+  name: replacedNameSchema,
+  /** Absolute path on the host agent's machine, as the restore answer's `replaced_dir` named it. */
+  path: z.string(),
+  /** When restore moved it aside. */
+  moved_at: timestampSchema,
+  /** The snapshot whose restore replaced it; null for a directory whose name does not say. */
+  snapshot_id: snapshotIdSchema.nullable(),
+  /** Bytes of the files in it: what freeing it gives back. */
+  bytes: z.int().nonnegative(),
+});
+
+/** Answer of `GET …/replaced`, newest first. */
+export const replacedListSchema = pageAnswerSchema('replaced', replacedDirSchema);
+
+/**
  * Answer of `POST …/restore` (the interface contract "POST /v0/projects/{id}/restore"; the names
  * it leaves open are docs/lifecycle.md's): `restored_at` the completion time, `replaced_dir` where
  * the previous directory was moved (null when there was none), `native` the engine's outputs.
