@@ -3,7 +3,7 @@
  * The repository modules in this folder are the only code that builds DynamoDB requests (docs/architecture.md "Metadata in DynamoDB").
  */
 import { DynamoDBClient, CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Settings } from '../config.ts';
 import { tableDefinition } from './table.ts';
 
@@ -62,4 +62,36 @@ export function isConditionFailure(err: unknown): boolean {
 export function cancellationReasons(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] } | null)?.CancellationReasons ?? [];
   return reasons.map((r) => r.Code ?? 'None');
+}
+
+/** The primary key of one item of the table (shared/db/table.ts `keys`). */
+export interface TableKey {
+  pk: string;
+  sk: string;
+}
+
+/** Items read together, looked up by their key; an absent item is undefined. */
+export interface ItemsRead {
+  get(key: TableKey): Record<string, any> | undefined;
+}
+
+const itemId = (k: { pk: unknown; sk: unknown }) => `${String(k.pk)}\u0000${String(k.sk)}`;
+
+/**
+ * Reads up to 100 items in one strongly consistent round trip (BatchGetItem), so checks that need
+ * several items (a session and the project it acts on) cost one read. Repeated keys are asked once;
+ * keys DynamoDB leaves unprocessed (throttling) are asked again after a short growing pause.
+ */
+export async function batchGetItems(db: Db, wanted: readonly TableKey[]): Promise<ItemsRead> {
+  const found = new Map<string, Record<string, any>>();
+  let pending: Record<string, unknown>[] = [...new Map(wanted.map((k) => [itemId(k), { pk: k.pk, sk: k.sk }])).values()];
+  if (pending.length > 100) throw new Error('a batched read takes at most 100 keys');
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(200, 10 * 2 ** attempt)));
+    if (attempt >= 8) throw new Error('DynamoDB left keys of a batched read unprocessed 8 times');
+    const out = await db.doc.send(new BatchGetCommand({ RequestItems: { [db.table]: { Keys: pending, ConsistentRead: true } } }));
+    for (const item of out.Responses?.[db.table] ?? []) found.set(itemId(item as TableKey), item);
+    pending = out.UnprocessedKeys?.[db.table]?.Keys ?? [];
+  }
+  return { get: (key) => found.get(itemId(key)) };
 }

@@ -7,6 +7,11 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 export const TABLE_KEYS = { pk: 'pk', sk: 'sk' } as const;
 export const GSI1 = { name: 'gsi1', pk: 'gsi1pk', sk: 'gsi1sk' } as const;
+/**
+ * The table's one time-to-live attribute (unix seconds): an item holding it may be dropped by
+ * DynamoDB after that time, so only items that are useless by then carry it.
+ */
+export const TTL_ATTRIBUTE = 'ttl';
 
 /** The CreateTable request for a table named `tableName` (on-demand billing). */
 export function tableDefinition(tableName: string): CreateTableCommandInput {
@@ -42,6 +47,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | item      | pk                 | sk                  | gsi1pk          | gsi1sk                   |
  * |-----------|--------------------|---------------------|-----------------|--------------------------|
  * | account   | ACCT#<acct>        | ACCT                |                 |                          |
+ * | sign-out  | ACCT#<acct>        | SESSEND#<session>   |                 |                          |
  * | invite    | INVITE#<code>      | INVITE              |                 |                          |
  * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
  * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
@@ -52,6 +58,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
  * | bucket    | PRJ#<prj>          | BKT#<bucket>        |                 |                          |
  * | object    | PRJ#<prj>          | OBJ#<bucket>#<part> |                 |                          |
+ * | rt-ticket | RTT#<sha256>       | RTT                 |                 |                          |
  *
  * Everything a project owns lives in its partition `PRJ#<prj>` under its own sort-key prefix.
  * An object's `<part>` is its key, or for keys over 923 UTF-8 bytes a prefix, a marker and a hash
@@ -59,6 +66,8 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  */
 export const keys = {
   account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
+  /** A signed-out session of the account (docs/api.md "Sessions"); dropped by TTL once the token has expired. */
+  sessionEnd: (accountId: string, sessionId: string) => ({ pk: `ACCT#${accountId}`, sk: `SESSEND#${sessionId}` }),
   invite: (code: string) => ({ pk: `INVITE#${code}`, sk: 'INVITE' }),
   project: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'PRJ' }),
   projectsOf: (accountId: string) => `ACCT#${accountId}`,
@@ -73,4 +82,6 @@ export const keys = {
   bucket: (projectId: string, bucket: string) => ({ pk: `PRJ#${projectId}`, sk: `BKT#${bucket}` }),
   /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
   objectsOf: (projectId: string) => ({ pk: `PRJ#${projectId}` }),
+  /** A realtime ticket, by the SHA-256 of its secret (shared/db/realtime-tickets.ts): the table never holds a usable ticket. */
+  realtimeTicket: (hash: string) => ({ pk: `RTT#${hash}`, sk: 'RTT' }),
 } as const;
