@@ -1,3 +1,4 @@
+import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import {
   constantTimeEqual,
@@ -6,10 +7,10 @@ import {
   newProjectKey,
   parseBearer,
   parseProjectKey,
+  readSessionToken,
   verifierOf,
   verifyInternalToken,
   verifySecret,
-  verifySessionToken,
 } from './auth.ts';
 import { ServiceError } from './errors.ts';
 
@@ -88,29 +89,48 @@ describe('verifiers', () => {
 });
 
 describe('session tokens', () => {
-  it('round-trip the account id', async () => {
-    const { token, expiresAt } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 3600);
-    expect(await verifySessionToken(SECRET, token)).toBe('acct_0123456789abcdef');
+  it('round-trip the account id, a fresh session id and the session generation', async () => {
+    const { token, expiresAt, sessionId } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 3600, Date.now(), 7);
+    expect(await readSessionToken(SECRET, token)).toEqual({
+      accountId: 'acct_0123456789abcdef',
+      sessionId,
+      generation: 7,
+      expiresAt: expiresAt.getTime() / 1000,
+    });
+    expect(sessionId).toMatch(/^[0-9a-f]{32}$/);
+    expect((await issueSessionToken(SECRET, 'acct_0123456789abcdef', 3600)).sessionId).not.toBe(sessionId);
     expect(expiresAt.getTime()).toBeGreaterThan(Date.now());
+  });
+
+  it('refuse a well-signed token without a session id or a whole generation (one issued before sessions could end)', async () => {
+    const signed = (claims: Record<string, unknown>, jti?: string) => {
+      const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('acct_0123456789abcdef');
+      jwt.setIssuer('svc-cloud').setAudience('svc-session').setExpirationTime('1h');
+      return (jti ? jwt.setJti(jti) : jwt).sign(new TextEncoder().encode(SECRET));
+    };
+    expect((await readSessionToken(SECRET, await signed({ gen: 0 }, '0'.repeat(32)))).generation).toBe(0);
+    for (const token of [await signed({}), await signed({ gen: 0 }), await signed({}, '0'.repeat(32)), await signed({ gen: -1 }, '0'.repeat(32)), await signed({ gen: 0 }, 'x')]) {
+      await expect(readSessionToken(SECRET, token)).rejects.toMatchObject({ code: 'authentication_required' });
+    }
   });
 
   it('refuse an expired token', async () => {
     const { token } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60, Date.now() - 3600_000);
-    await expect(verifySessionToken(SECRET, token)).rejects.toMatchObject({ code: 'authentication_required' });
+    await expect(readSessionToken(SECRET, token)).rejects.toMatchObject({ code: 'authentication_required' });
   });
 
   it('refuse a token signed with another secret, or tampered', async () => {
     const { token } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60);
-    await expect(verifySessionToken('y'.repeat(64), token)).rejects.toMatchObject({ code: 'authentication_required' });
+    await expect(readSessionToken('y'.repeat(64), token)).rejects.toMatchObject({ code: 'authentication_required' });
     const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
-    await expect(verifySessionToken(SECRET, tampered)).rejects.toMatchObject({ code: 'authentication_required' });
+    await expect(readSessionToken(SECRET, tampered)).rejects.toMatchObject({ code: 'authentication_required' });
   });
 
   it('are not accepted as internal tokens, nor the reverse', async () => {
     const { token } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60);
     await expect(verifyInternalToken(SECRET, token)).rejects.toMatchObject({ code: 'authentication_required' });
     const internal = await issueInternalToken(SECRET);
-    await expect(verifySessionToken(SECRET, internal)).rejects.toMatchObject({ code: 'authentication_required' });
+    await expect(readSessionToken(SECRET, internal)).rejects.toMatchObject({ code: 'authentication_required' });
     await expect(verifyInternalToken(SECRET, internal)).resolves.toBeUndefined();
   });
 });

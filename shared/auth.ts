@@ -94,36 +94,67 @@ export async function verifySecret(pepper: string, secret: string, verifier: str
 const SESSION_ISSUER = 'svc-cloud';
 const SESSION_AUDIENCE = 'svc-session';
 
-/** Signs a session token for an account; returns it with its expiry. */
+/**
+ * What a session token carries (docs/api.md "Sessions"): the account, the session's own id (what
+ * signing out ends), and the account's session generation when it was issued (what a rotation of
+ * the account secret moves on, ending every session issued before it).
+ */
+export interface SessionClaims {
+  accountId: string;
+  sessionId: string;
+  generation: number;
+  /** Unix seconds. */
+  expiresAt: number;
+}
+
+/** Pattern of a session id (the token's `jti`). */
+export const SESSION_ID_PATTERN = /^[0-9a-f]{32}$/;
+
+/**
+ * Signs a session token for an account at its current session generation; returns it with its
+ * fresh session id and its expiry.
+ */
 export async function issueSessionToken(
   sessionSecret: string,
   accountId: string,
   ttlSeconds: number,
   now: number = Date.now(),
-): Promise<{ token: string; expiresAt: Date }> {
+  generation = 0,
+): Promise<{ token: string; expiresAt: Date; sessionId: string }> {
   const iat = Math.floor(now / 1000);
   const exp = iat + ttlSeconds;
-  const token = await new SignJWT({})
+  const sessionId = randomHex(16);
+  const token = await new SignJWT({ gen: generation })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(accountId)
     .setIssuer(SESSION_ISSUER)
     .setAudience(SESSION_AUDIENCE)
+    .setJti(sessionId)
     .setIssuedAt(iat)
     .setExpirationTime(exp)
     .sign(encoder.encode(sessionSecret));
-  return { token, expiresAt: new Date(exp * 1000) };
+  return { token, expiresAt: new Date(exp * 1000), sessionId };
 }
 
-/** Verifies a session token and answers its account id; any failure is 401. */
-export async function verifySessionToken(sessionSecret: string, token: string): Promise<string> {
+/**
+ * Verifies a session token's signature and lifetime and answers what it carries; any failure is
+ * 401. This is only the half of the check a token can prove by itself: whether the session still
+ * stands (not signed out, no rotation since) is judged against DynamoDB by
+ * handlers/domain/sessions.ts, which every route goes through.
+ */
+export async function readSessionToken(sessionSecret: string, token: string): Promise<SessionClaims> {
   try {
     const { payload } = await jwtVerify(token, encoder.encode(sessionSecret), {
       algorithms: ['HS256'],
       issuer: SESSION_ISSUER,
       audience: SESSION_AUDIENCE,
+      requiredClaims: ['exp', 'jti'],
     });
-    if (typeof payload.sub !== 'string' || !/^acct_[0-9a-f]{16}$/.test(payload.sub)) throw new Error('bad subject');
-    return payload.sub;
+    const { sub, jti, gen, exp } = payload;
+    if (typeof sub !== 'string' || !/^acct_[0-9a-f]{16}$/.test(sub)) throw new Error('bad subject');
+    if (typeof jti !== 'string' || !SESSION_ID_PATTERN.test(jti)) throw new Error('bad session id');
+    if (typeof gen !== 'number' || !Number.isSafeInteger(gen) || gen < 0) throw new Error('bad generation');
+    return { accountId: sub, sessionId: jti, generation: gen, expiresAt: exp! };
   } catch {
     throw errors.unauthenticated('the session token is invalid or expired');
   }
