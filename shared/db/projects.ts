@@ -1,6 +1,7 @@
 /** Repository: projects, their owner and their placement on a host agent. */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
+import { projectCountChange } from './accounts.ts';
 import type { Project, ProjectState } from '../schemas/projects.ts';
 import { DATA_PLANE, ENGINE_PIN } from '../schemas/projects.ts';
 import type { Db } from './client.ts';
@@ -46,8 +47,8 @@ export function toRecord(item: Record<string, any>): ProjectRecord {
 }
 
 /**
- * Creates a project and counts it on its agent, in one transaction: the project is written only if
- * the agent is still registered, so a placement can never point at nothing.
+ * Creates a project and counts it on its agent and its owner's account, in one transaction: the
+ * project is written only if the agent is still registered, so a placement can never point at nothing.
  */
 export async function createProject(db: Db, project: ProjectRecord): Promise<void> {
   try {
@@ -76,6 +77,7 @@ export async function createProject(db: Db, project: ProjectRecord): Promise<voi
               ExpressionAttributeValues: { ':one': 1 },
             },
           },
+          projectCountChange(db, project.owner, 1),
         ],
       }),
     );
