@@ -1,30 +1,56 @@
-/** Authentication and ownership guards of the control plane (contract "Authentication"; docs/api.md). */
-import { parseBearer, parseProjectKey, verifySessionToken } from '../shared/auth.ts';
+/**
+ * Authentication and ownership guards of the control plane (contract "Authentication"; docs/api.md
+ * "Credentials" and "Sessions"). Every guard checks the session fully: its token, then whether it
+ * still stands (handlers/domain/sessions.ts), in the one DynamoDB round trip the route's first read
+ * joins.
+ */
+import { parseBearer, parseProjectKey, readSessionToken, type SessionClaims } from '../shared/auth.ts';
+import type { TableKey } from '../shared/db/client.ts';
 import { errors } from '../shared/errors.ts';
-import { getOwnedProject, type ProjectRecord } from '../shared/db/projects.ts';
+import type { ProjectRecord } from '../shared/db/projects.ts';
 import { projectIdSchema } from '../shared/schemas/projects.ts';
 import type { Ctx } from './context.ts';
-import { ownedProjectForAgent, type ProjectForAgent } from './domain/lifecycle.ts';
+import type { ProjectForAgent } from './domain/lifecycle.ts';
+import { prefetchAgent } from './domain/placement.ts';
+import { confirmSession, ownedProjectOf, type StandingSession } from './domain/sessions.ts';
 import { pathParam } from './http.ts';
 
 type Routed = Request & { params: Record<string, string> };
 
-/** Answers the account id of the session on the request; a project key here is 401 (contract "Authentication"). */
-export async function requireSession(request: Request, ctx: Ctx): Promise<string> {
+/**
+ * The session token on the request, verified by its signature and lifetime only: not yet whether
+ * it still stands, which `confirmSession` judges (the guards below always do). A project key here
+ * is 401 (contract "Authentication").
+ */
+export async function presentedSession(request: Request, ctx: Ctx): Promise<SessionClaims> {
   const token = parseBearer(request.headers);
   if (parseProjectKey(token)) throw errors.unauthenticated('a project key is not accepted here: use a session token');
-  return verifySessionToken(ctx.deps.settings.SVCD_SESSION_SECRET, token);
+  return readSessionToken(ctx.deps.settings.SVCD_SESSION_SECRET, token);
+}
+
+/** Answers the account id of a session that stands; anything else is 401. */
+export async function requireSession(request: Request, ctx: Ctx): Promise<string> {
+  return (await requireStandingSession(request, ctx)).claims.accountId;
 }
 
 /**
- * Authenticates the session, validates `{id}`, and loads the project the caller owns. The
- * credential is checked first, so an anonymous caller learns nothing about which ids exist.
+ * The session that stands, with its account and `extra` (the route's first items) read in the same
+ * round trip; anything else is 401.
+ */
+export async function requireStandingSession(request: Request, ctx: Ctx, extra: readonly TableKey[] = []): Promise<StandingSession> {
+  return confirmSession(ctx.deps, await presentedSession(request, ctx), extra);
+}
+
+/**
+ * Authenticates the session, validates `{id}`, and loads the project the caller owns, the session's
+ * standing and the project read together. A bad token is refused first, so an anonymous caller
+ * learns nothing about which ids exist; a signed-out session is refused before ownership is judged.
  */
 export async function requireOwnedProject(request: Routed, ctx: Ctx): Promise<{ accountId: string; project: ProjectRecord }> {
-  const accountId = await requireSession(request, ctx);
+  const session = await presentedSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
-  const project = await getOwnedProject(ctx.deps.db, projectId, accountId);
-  return { accountId, project };
+  const project = await ownedProjectOf(ctx.deps, session, projectId);
+  return { accountId: session.accountId, project };
 }
 
 /**
@@ -32,7 +58,11 @@ export async function requireOwnedProject(request: Routed, ctx: Ctx): Promise<{ 
  * order, with the agent record of a remembered placement read alongside the project.
  */
 export async function requireProjectForAgent(request: Routed, ctx: Ctx): Promise<ProjectForAgent> {
-  const accountId = await requireSession(request, ctx);
+  const session = await presentedSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
-  return ownedProjectForAgent(ctx.deps, accountId, projectId);
+  // Started beside the read that judges the session: its answer is used only once that read has
+  // found the session standing and the project the caller's (handlers/domain/placement.ts).
+  const prefetched = prefetchAgent(ctx.deps, projectId);
+  const project = await ownedProjectOf(ctx.deps, session, projectId);
+  return { project, prefetched };
 }
