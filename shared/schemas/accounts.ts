@@ -29,3 +29,20 @@ export const signupAnswerSchema = z.object({
 
 /** Answer of `POST /v0/sessions`. */
 export const sessionAnswerSchema = z.object({ token: z.string(), expires_at: timestampSchema });
+
+/** Body of `POST /v0/account/secret`: the current secret, confirming the rotation (docs/api.md "Sessions"). */
+export const rotateSecretRequestSchema = z.strictObject({
+  account_secret: z.string().max(256, 'must be at most 256 characters'),
+});
+
+/** Answer of `GET /v0/me`: the account of the session, never its secret. */
+export const meAnswerSchema = z.object({
+  account_id: accountIdSchema,
+  name: z.string().nullable(),
+  created_at: timestampSchema,
+  project_count: z.number().int().nonnegative(),
+  secret_rotated_at: timestampSchema.nullable(),
+});
+
+/** Answer of `POST /v0/account/secret`: the new secret is shown here only, with a session that stands after the rotation. */
+export const rotatedSecretAnswerSchema = signupAnswerSchema.extend({ rotated_at: timestampSchema });
