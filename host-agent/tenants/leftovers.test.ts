@@ -75,4 +75,16 @@ describe('sweepStaging', () => {
     expect(existsSync(undone)).toBe(true);
     expect(existsSync(init)).toBe(false);
   });
+
+  it('removes what a free of a previous directory left under discarding/, and keeps a receipt marker not yet written', () => {
+    const root = layout.discardingRoot(P);
+    const freed = dir(join(root, '20260101T000000000Z-snap_0123456789abcdef'));
+    const temp = file(join(root, '20260101T000000000Z-snap_0123456789abcdef.receipt.json.tmp-42'));
+    const marker = file(join(root, '20260102T000000000Z-snap_0123456789abcdef.receipt.json'));
+    const sweep = sweepStaging(layout);
+    expect(existsSync(freed)).toBe(false);
+    expect(existsSync(temp)).toBe(false);
+    expect(existsSync(marker)).toBe(true);
+    expect(sweep.removed).toHaveLength(2);
+  });
 });
