@@ -14,12 +14,14 @@ export const LOGS_TAIL_DEFAULT = 100;
 const tailSchema = z
   .string()
   .refine((s) => /^\d{1,6}$/.test(s) && Number(s) >= 1 && Number(s) <= LOGS_TAIL_MAX, `must be a whole number from 1 to ${LOGS_TAIL_MAX}`)
-  .transform(Number);
+  .transform(Number)
+  .meta({ description: `lines: a whole number from 1 to ${LOGS_TAIL_MAX} (default ${LOGS_TAIL_DEFAULT})` });
 
 /** `follow`, as query text: `1`/`true` streams, `0`/`false` (or absent) answers once. */
 const followSchema = z
   .enum(['1', '0', 'true', 'false'], { error: 'must be 1, 0, true or false' })
-  .transform((v) => v === '1' || v === 'true');
+  .transform((v) => v === '1' || v === 'true')
+  .meta({ description: '`1` or `true`: stream the tail, then each new line, as Server-Sent Events' });
 
 /** Query of `GET /v0/projects/{id}/logs` (and of the agent's internal route). */
 export const logsQuerySchema = z.strictObject({

@@ -8,13 +8,17 @@ export const LIMIT_PROBLEM = 'must be a whole number from 1 to 1000';
 export const limitSchema = z
   .string()
   .refine((s) => /^\d{1,16}$/.test(s) && Number(s) >= 1 && Number(s) <= 1000, LIMIT_PROBLEM)
-  .transform(Number);
+  .transform(Number)
+  .meta({ description: 'page size: a whole number from 1 to 1000 (default 100)' });
 
 /**
  * `cursor` of a list, as sent: opened (and judged) by shared/cursors.ts. Anything longer than any
  * cursor the service issues is not one of them.
  */
-export const cursorSchema = z.string().max(16 * 1024, 'is not valid');
+export const cursorSchema = z
+  .string()
+  .max(16 * 1024, 'is not valid')
+  .meta({ description: 'the `next_cursor` of the previous page' });
 
 /** Query of every paginated list. */
 export const pageQuerySchema = z.strictObject({

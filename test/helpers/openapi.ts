@@ -75,16 +75,17 @@ export class AnswerChecker {
     const op = this.operation(method, path);
     if (!op) return [`${method} ${path} is not in the OpenAPI document`];
     const opPath = `${ID}#/paths/${token(op.path)}/${method.toLowerCase()}/responses`;
-    let response = op.responses[String(status)] as { $ref?: string; content?: Record<string, unknown> } | undefined;
+    type Response = { $ref?: string; content?: Record<string, unknown> } | undefined;
+    let response = op.responses[String(status)] as Response;
     let pointer = `${opPath}/${status}`;
     if (!response && op.responses.default) {
-      response = op.responses.default as typeof response;
+      response = op.responses.default as Response;
       pointer = `${opPath}/default`;
     }
     if (!response) return [`${method} ${op.path} answered ${status}, which the document does not list`];
     if (response.$ref) {
       const name = response.$ref.replace('#/components/responses/', '');
-      response = this.#doc.components.responses?.[name] as typeof response;
+      response = this.#doc.components.responses?.[name] as Response;
       pointer = `${ID}#/components/responses/${token(name)}`;
     }
     if (!response?.content?.['application/json']) return [`${method} ${op.path} ${status} has no JSON body in the document`];
