@@ -11,6 +11,7 @@ import { corsHeadersFor, preflightAnswer } from './cors.ts';
 import * as accounts from './routes/accounts.ts';
 import type { Deps, Routes } from './context.ts';
 import * as health from './routes/health.ts';
+import * as openapi from './routes/openapi.ts';
 import * as keys from './routes/keys.ts';
 import * as lifecycle from './routes/lifecycle.ts';
 import * as projects from './routes/projects.ts';
@@ -24,6 +25,7 @@ import * as tickets from './routes/tickets.ts';
 /** Route modules, in registration order. Each resource adds its module here (one line). */
 const modules: { register(router: Routes): void }[] = [
   health,
+  openapi,
   accounts,
   projects,
   receipts,
