@@ -45,6 +45,8 @@ export const settingsSchema = z.object({
   SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
   SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
+  // How long the receipts of a deleted project stay readable (docs/lifecycle.md "Deleting a project").
+  SVCD_DELETED_RECEIPTS_RETENTION_DAYS: int(1, 3650).default(30),
   // Host agent.
   SVCD_AGENT_ID: z.string().regex(/^agt_[0-9a-f]{16}$/, 'must match agt_<16 hex>').optional(),
   SVCD_ROOT: z.string().min(1).default('.svc/agent'),
@@ -64,6 +66,11 @@ export const settingsSchema = z.object({
   SVCD_ENGINE_START_TIMEOUT_MS: int(100, 600000).default(15000),
   SVCD_ENGINE_STOP_TIMEOUT_MS: int(100, 600000).default(10000),
   SVCD_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(10 * 1024 * 1024),
+  // Observability (docs/observability.md): the log's least severe level and its format (`auto`:
+  // readable lines on a terminal, JSON otherwise), and the host agent's metrics listener.
+  SVCD_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  SVCD_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  SVCD_METRICS_PORT: int(0, 65535).default(8791),
   // Object storage.
   SVCD_BLOB_BACKEND: z.enum(['fs', 's3']).default('fs'),
   // fs blobs no catalog row references are swept at agent start once older than this: a younger

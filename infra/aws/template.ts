@@ -5,7 +5,7 @@
  * committed file against this generator, so the template can never drift from the code.
  */
 import { routeTable } from '../../handlers/index.ts';
-import { tableDefinition } from '../../shared/db/table.ts';
+import { TTL_ATTRIBUTE, tableDefinition } from '../../shared/db/table.ts';
 
 /** Routes a function gateway cannot serve: large bodies and long-lived streams go to Node workers. */
 export const NODE_ONLY_ROUTES: [string, RegExp][] = [
@@ -52,6 +52,8 @@ export function generateTemplate(): Record<string, unknown> {
         GlobalSecondaryIndexes: table.GlobalSecondaryIndexes,
         SSESpecification: { SSEEnabled: true },
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        // Items that are useless after a time carry it in this attribute (shared/db/table.ts).
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
       },
     },
     BlobBucket: {
@@ -80,7 +82,7 @@ export function generateTemplate(): Record<string, unknown> {
               Statement: [
                 {
                   Effect: 'Allow',
-                  Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
+                  Action: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
                   Resource: [{ 'Fn::GetAtt': ['Table', 'Arn'] }, { 'Fn::Sub': '${Table.Arn}/index/*' }],
                 },
                 {

@@ -27,6 +27,7 @@ export function deploymentEnv(dynamoEndpoint: string, overrides: Record<string, 
     SVCD_ENGINE_BIN: join(REPO, 'bin/svc-engine'),
     SVCD_AGENT_PORT: '0',
     SVCD_DATAPLANE_PORT: '0',
+    SVCD_METRICS_PORT: '0',
     SVCD_PORT: '0',
     ...overrides,
   };
