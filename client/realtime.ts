@@ -1,0 +1,118 @@
+/**
+ * Realtime subscribe as an async iterator of delivered events (docs/realtime.md "Subscribe";
+ * docs/sdk.md "Realtime"): one Server-Sent Events stream, reconnected with backoff when it ends or
+ * goes quiet for longer than three heartbeats; `overflow` and refusals (a revoked key's 401 on
+ * reconnecting, say) end the iteration with an error.
+ */
+import { RealtimeOverflowError, SvcError } from './errors.ts';
+import { backoffMs, isNetworkError, sleep, type CallOptions, type Transport } from './http.ts';
+import { sseFrames } from './sse.ts';
+import type { RealtimeEvent } from './types.ts';
+
+/** Options of `subscribe`. */
+export interface SubscribeOptions extends Omit<CallOptions, 'timeoutMs'> {
+  /** Called each time the service has registered the subscription: events published after it reach you. */
+  onOpen?: () => void;
+  /** Called before each reconnection, with why and how long it waits. */
+  onReconnect?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** A stream silent (not even a heartbeat) for this long is taken as dead and reopened (default 45000). */
+  idleTimeoutMs?: number;
+  /** Longest wait between two attempts (default 10000). */
+  maxBackoffMs?: number;
+}
+
+const DEFAULT_IDLE_MS = 45_000;
+const DEFAULT_MAX_BACKOFF_MS = 10_000;
+/** Statuses worth another attempt: capacity and an unreachable host agent (docs/realtime.md "Limits"). */
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+
+/** Subscribes to `channels` of `projectId` with the client's project key or session. */
+export function subscribe(transport: Transport, projectId: string, channels: readonly string[], options: SubscribeOptions = {}): AsyncIterable<RealtimeEvent> {
+  return {
+    [Symbol.asyncIterator]: () => events(transport, projectId, channels, options),
+  };
+}
+
+async function* events(transport: Transport, projectId: string, channels: readonly string[], options: SubscribeOptions): AsyncGenerator<RealtimeEvent> {
+  const { signal } = options;
+  const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  const maxBackoff = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
+  let attempt = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    // One controller per connection: the idle watchdog and leaving the loop abort it.
+    const connection = new AbortController();
+    const onAbort = () => connection.abort(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let failure: unknown = new Error('the stream ended');
+    try {
+      const answer = await transport.send(
+        {
+          method: 'GET',
+          path: `/v0/projects/${encodeURIComponent(projectId)}/realtime/subscribe`,
+          query: { channel: [...channels] },
+          headers: { accept: 'text/event-stream' },
+          auth: 'either',
+          streaming: true,
+        },
+        { signal: connection.signal },
+      );
+      try {
+        const body = answer.response.body;
+        if (!body) throw new Error('the subscription answered no stream');
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const arm = () => {
+          clearTimeout(timer);
+          if (idleMs > 0) timer = setTimeout(() => connection.abort(new DOMException(`no event or heartbeat for ${idleMs} ms`, 'TimeoutError')), idleMs);
+        };
+        arm();
+        try {
+          for await (const frame of sseFrames(body)) {
+            arm();
+            if (frame.comment !== undefined) {
+              if (frame.comment === 'subscribed') {
+                attempt = 0;
+                options.onOpen?.();
+              }
+              continue;
+            }
+            if (frame.event === 'overflow') throw new RealtimeOverflowError(parseObject(frame.data));
+            if (frame.data === undefined) continue;
+            yield JSON.parse(frame.data) as RealtimeEvent;
+          }
+        } finally {
+          clearTimeout(timer);
+        }
+      } finally {
+        answer.done();
+      }
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      if (err instanceof RealtimeOverflowError) throw err;
+      if (err instanceof SvcError && !RETRY_STATUSES.has(err.status)) throw err;
+      if (!(err instanceof SvcError) && !isNetworkError(err) && !isAbortLike(err)) throw err;
+      failure = err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      connection.abort();
+    }
+    // The stream ended or failed: the agent restarted, a proxy cut it, the network dropped.
+    const delayMs = Math.min(maxBackoff, failure instanceof SvcError && failure.retryAfter !== null ? failure.retryAfter * 1000 : backoffMs(attempt, maxBackoff));
+    attempt++;
+    options.onReconnect?.({ attempt, delayMs, error: failure });
+    await sleep(delayMs, signal);
+  }
+}
+
+function isAbortLike(err: unknown): boolean {
+  return err instanceof DOMException && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
+function parseObject(data: string | undefined): Record<string, unknown> {
+  try {
+    const v = JSON.parse(data ?? '{}') as unknown;
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * Object storage of one project (the interface contract's storage endpoints; docs/storage.md;
+ * docs/sdk.md "Storage"): buckets, tickets, streaming upload and download, listing as pages, delete.
+ * Bytes are never gathered in memory: an upload sends the caller's stream or Blob as it is read, a
+ * download answers the response's stream.
+ */
+import { seg, withCleanup, type CallOptions, type Transport } from './http.ts';
+import { listPages, type Pages } from './pages.ts';
+import type {
+  Bucket,
+  BucketsPage,
+  DownloadTicket,
+  DownloadTicketInput,
+  ObjectRow,
+  ObjectsPage,
+  PageInput,
+  UploadTicket,
+  UploadTicketInput,
+} from './types.ts';
+
+/** What `upload` sends: bytes, text, a Blob (a file: `fs.openAsBlob` in Node) or a stream of bytes. */
+export type UploadBody = ReadableStream<Uint8Array> | Blob | ArrayBuffer | Uint8Array | string;
+
+/** Options of `upload`. */
+export interface UploadOptions extends CallOptions {
+  /** Stored as the object's content type (default: the Blob's type, else `application/octet-stream`). */
+  contentType?: string;
+  /** Called as bytes are handed to the network, with the count so far and the total when known. */
+  onProgress?: (progress: { loaded: number; total: number | null }) => void;
+  /** The length of a stream body, when known: sent as `Content-Length` (Node), so the service can refuse an oversized body at once. */
+  size?: number;
+}
+
+/** Options of `download`. */
+export interface DownloadOptions extends CallOptions {
+  /** An RFC 9110 range such as `bytes=0-1023`. */
+  range?: string;
+  /** Answer `notModified` when the object's ETag is this one (as read from a previous download). */
+  ifNoneMatch?: string;
+}
+
+/** An object's bytes as a stream, with what its headers say. */
+export interface Download {
+  /** The bytes; read or cancel it. Null for a 304. */
+  body: ReadableStream<Uint8Array> | null;
+  status: 200 | 206 | 304;
+  /** True for a 304 (`ifNoneMatch` matched). */
+  notModified: boolean;
+  /** Bytes in `body` (the whole object, or the range). */
+  size: number | null;
+  contentType: string | null;
+  /** The object's etag, without quotes. */
+  etag: string | null;
+  objectId: string | null;
+  /** `bytes start-end/size` for a range. */
+  contentRange: string | null;
+}
+
+/** What a HEAD of an object tells without its bytes. */
+export interface ObjectHead {
+  size: number;
+  contentType: string;
+  etag: string;
+  objectId: string;
+  lastModified: string | null;
+}
+
+/** Options of `list`. */
+export interface ListObjectsInput extends PageInput {
+  /** Only keys starting with this (sent when the service supports it). */
+  prefix?: string;
+  /** Group keys by this after the prefix, S3 style (sent when the service supports it). */
+  delimiter?: string;
+}
+
+/**
+ * The path of an object on the service origin: each segment of the key percent-encoded and `/` kept,
+ * except that a key with a `.` or `..` segment has its `/` encoded too (docs/storage.md "Key in the
+ * path": clients collapse dot segments).
+ */
+export function objectPath(projectId: string, bucket: string, key: string): string {
+  const segments = key.split('/');
+  const encoded = segments.some((s) => s === '.' || s === '..') ? encodeURIComponent(key) : segments.map(encodeURIComponent).join('/');
+  return `/v0/projects/${seg(projectId)}/storage/objects/${seg(bucket)}/${encoded}`;
+}
+
+/** The storage methods of one project. */
+export class StorageClient {
+  readonly #t: Transport;
+  readonly #base: string;
+  readonly #project: string;
+
+  constructor(transport: Transport, projectId: string) {
+    this.#t = transport;
+    this.#project = projectId;
+    this.#base = `/v0/projects/${seg(projectId)}/storage`;
+  }
+
+  /** `PUT …/storage/buckets/{bucket}`: creates the bucket, or answers the existing one. */
+  createBucket(name: string, call?: CallOptions): Promise<Bucket> {
+    return this.#t.json({ method: 'PUT', path: `${this.#base}/buckets/${seg(name)}`, auth: 'session' }, call);
+  }
+
+  /** `GET …/storage/buckets`: the project's buckets, by name, page by page. */
+  listBuckets(input: PageInput = {}, call?: CallOptions): Pages<BucketsPage, Bucket> {
+    return listPages(this.#t, `${this.#base}/buckets`, input, call, (p: BucketsPage) => p.buckets);
+  }
+
+  /** `POST …/storage/uploads`: reserves a pending row and says where to PUT the bytes. */
+  uploadTicket(input: UploadTicketInput, call?: CallOptions): Promise<UploadTicket> {
+    return this.#t.json({ method: 'POST', path: `${this.#base}/uploads`, json: input, auth: 'session' }, call);
+  }
+
+  /** `POST …/storage/downloads`: where to GET an object's bytes, with its row. */
+  downloadTicket(input: DownloadTicketInput, call?: CallOptions): Promise<DownloadTicket> {
+    return this.#t.json({ method: 'POST', path: `${this.#base}/downloads`, json: input, auth: 'session' }, call);
+  }
+
+  /** `PUT …/storage/objects/{bucket}/{key}`: stores the bytes, streamed; answers the catalog row. */
+  async upload(bucket: string, key: string, body: UploadBody, options: UploadOptions = {}): Promise<ObjectRow> {
+    const { onProgress } = options;
+    const sent: ReadableStream<Uint8Array> | Blob = body instanceof ReadableStream || body instanceof Blob ? body : blobOf(body);
+    const total = sent instanceof Blob ? sent.size : (options.size ?? null);
+    const contentType = options.contentType ?? (body instanceof Blob && body.type ? body.type : undefined);
+    const headers: Record<string, string> = {};
+    if (contentType) headers['content-type'] = contentType;
+    let payload: Blob | ReadableStream<Uint8Array> = sent;
+    if (onProgress || sent instanceof ReadableStream) {
+      const stream = sent instanceof Blob ? sent.stream() : sent;
+      payload = onProgress ? stream.pipeThrough(counter(total, onProgress)) : stream;
+      // Node's fetch sends a stream with this length instead of chunked (browsers decide themselves).
+      if (total !== null) headers['content-length'] = String(total);
+    }
+    return this.#t.json<ObjectRow>(
+      { method: 'PUT', path: objectPath(this.#project, bucket, key), body: payload, headers, auth: 'session', streaming: true },
+      options,
+    );
+  }
+
+  /** `GET …/storage/objects/{bucket}/{key}`: the object's bytes as a stream. */
+  async download(bucket: string, key: string, options: DownloadOptions = {}): Promise<Download> {
+    const headers: Record<string, string> = {};
+    if (options.range) headers.range = options.range;
+    if (options.ifNoneMatch) headers['if-none-match'] = `"${options.ifNoneMatch.replace(/^"|"$/g, '')}"`;
+    const { response, done } = await this.#t.send(
+      { method: 'GET', path: objectPath(this.#project, bucket, key), headers, auth: 'session', streaming: true, accept: [304] },
+      options,
+    );
+    const status = response.status as Download['status'];
+    const length = response.headers.get('content-length');
+    const body = status === 304 || !response.body ? null : withCleanup(response.body, done);
+    if (!body) done();
+    return {
+      body,
+      status,
+      notModified: status === 304,
+      size: length === null ? null : Number(length),
+      contentType: response.headers.get('content-type'),
+      etag: unquote(response.headers.get('etag')),
+      objectId: response.headers.get('x-svc-object-id'),
+      contentRange: response.headers.get('content-range'),
+    };
+  }
+
+  /** `HEAD …/storage/objects/{bucket}/{key}`: size, type and etag without the bytes. */
+  async head(bucket: string, key: string, call?: CallOptions): Promise<ObjectHead> {
+    const { response, done } = await this.#t.send({ method: 'HEAD', path: objectPath(this.#project, bucket, key), auth: 'session' }, call);
+    done();
+    const h = response.headers;
+    return {
+      size: Number(h.get('content-length') ?? 0),
+      contentType: h.get('content-type') ?? '',
+      etag: unquote(h.get('etag')) ?? '',
+      objectId: h.get('x-svc-object-id') ?? '',
+      lastModified: h.get('last-modified'),
+    };
+  }
+
+  /** `GET …/storage/objects?bucket=`: the bucket's objects, sorted by key, page by page. */
+  list(bucket: string, input: ListObjectsInput = {}, call?: CallOptions): Pages<ObjectsPage, ObjectRow> {
+    const query = { bucket, prefix: input.prefix, delimiter: input.delimiter };
+    return listPages(this.#t, `${this.#base}/objects`, input, call, (p: ObjectsPage) => p.objects, query);
+  }
+
+  /** `DELETE …/storage/objects`: removes the object's row and bytes; answers the removed row. */
+  delete(bucket: string, key: string, call?: CallOptions): Promise<ObjectRow> {
+    return this.#t.json({ method: 'DELETE', path: `${this.#base}/objects`, json: { bucket, key }, auth: 'session' }, call);
+  }
+}
+
+function blobOf(bytes: Uint8Array | ArrayBuffer | string): Blob {
+  return new Blob([bytes as Uint8Array<ArrayBuffer> | string]);
+}
+
+function unquote(etag: string | null): string | null {
+  return etag === null ? null : etag.replace(/^W\//, '').replace(/^"|"$/g, '');
+}
+
+/** A pass-through that reports how many bytes went by. */
+function counter(total: number | null, onProgress: NonNullable<UploadOptions['onProgress']>): TransformStream<Uint8Array, Uint8Array> {
+  let loaded = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      loaded += chunk.byteLength;
+      controller.enqueue(chunk);
+      onProgress({ loaded, total });
+    },
+  });
+}
