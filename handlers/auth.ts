@@ -25,7 +25,10 @@ type Routed = Request & { params: Record<string, string> };
 export async function presentedSession(request: Request, ctx: Ctx): Promise<SessionClaims> {
   const token = parseBearer(request.headers);
   if (parseProjectKey(token)) throw errors.unauthenticated('a project key is not accepted here: use a session token');
-  return readSessionToken(ctx.deps.settings.SVCD_SESSION_SECRET, token);
+  const claims = await readSessionToken(ctx.deps.settings.SVCD_SESSION_SECRET, token);
+  // For the request's log line: who the signed token names (docs/observability.md "Fields").
+  ctx.seen.accountId = claims.accountId;
+  return claims;
 }
 
 /** Answers the account id of a session that stands; anything else is 401. */

@@ -4,6 +4,7 @@
  */
 import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
+import type { Log } from '../shared/log.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { AgentClient } from '../shared/agent-client.ts';
 import type { CursorSeal } from '../shared/cursors.ts';
@@ -24,8 +25,8 @@ export interface Deps {
    * (handlers/domain/placement-cache.ts). Never a substitute for a check.
    */
   placement: PlacementCache;
-  /** Server-side log; never receives secrets. */
-  log: (line: string) => void;
+  /** Server-side log (shared/log.ts): structured lines, never a secret. */
+  log: Log;
   now: () => number;
 }
 
@@ -33,6 +34,11 @@ export interface Deps {
 export interface Ctx {
   deps: Deps;
   requestId: string;
+  /**
+   * What the request revealed about its caller, for its log line (docs/observability.md "Fields"):
+   * the account id of a validly signed session token, set by the guards of handlers/auth.ts.
+   */
+  seen: { accountId?: string };
   /**
    * Runs `task` after the answer has gone out: the execution context's `waitUntil` in a worker
    * runtime (which would otherwise cancel it), merely not awaited on Node. The task handles and logs

@@ -2,13 +2,14 @@
 import { createAgentClient } from '../shared/agent-client.ts';
 import { cursorSeal } from '../shared/cursors.ts';
 import { loadSettings } from '../shared/config.ts';
+import { consoleLog, type Log } from '../shared/log.ts';
 import { createDb } from '../shared/db/client.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import type { Deps } from './context.ts';
 import { PlacementCache } from './domain/placement-cache.ts';
 
 /** Validates settings and opens the clients. Throws ConfigError naming a bad setting. */
-export function buildDeps(env: Record<string, unknown>, log: (line: string) => void = (l) => console.error(l)): Deps {
+export function buildDeps(env: Record<string, unknown>, log?: Log): Deps {
   const settings = loadSettings(env);
   const now = () => Date.now();
   return {
@@ -19,7 +20,8 @@ export function buildDeps(env: Record<string, unknown>, log: (line: string) => v
     secrets: parseKeyRing(settings),
     cursors: cursorSeal(settings.SVCD_SESSION_SECRET),
     placement: new PlacementCache({ now }),
-    log,
+    // JSON lines through console unless the entry brings its own (pino on Node: handlers/node-server.ts).
+    log: log ?? consoleLog('handlers', settings.SVCD_LOG_LEVEL),
     now,
   };
 }

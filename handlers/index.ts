@@ -6,10 +6,10 @@
 import { Router } from 'itty-router';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
-import { newRequestId } from '../shared/ids.ts';
+import { ID_PATTERNS, newRequestId } from '../shared/ids.ts';
 import { corsHeadersFor, preflightAnswer } from './cors.ts';
 import * as accounts from './routes/accounts.ts';
-import type { Deps, Routes } from './context.ts';
+import type { Ctx, Deps, Routes } from './context.ts';
 import * as health from './routes/health.ts';
 import * as openapi from './routes/openapi.ts';
 import * as keys from './routes/keys.ts';
@@ -68,22 +68,46 @@ export function createApp(deps: Deps): App {
     routes: router.routes.map(([method, , , path]) => [String(method), String(path)]),
     async fetch(request: Request, exec?: ExecutionContext): Promise<Response> {
       const requestId = newRequestId();
+      const started = performance.now();
       // A preflight carries no credential and is answered for every path (docs/api.md "Browsers and CORS").
       const preflight = preflightAnswer(cors, request);
       if (preflight) return withHeaders(preflight, { 'x-request-id': requestId });
       // Node keeps running what is not awaited; a worker runtime needs to be told.
       const afterAnswer = exec ? (task: Promise<void>) => exec.waitUntil(task) : (task: Promise<void>) => void task;
+      const ctx: Ctx = { deps, requestId, afterAnswer, seen: {} };
       let response: Response;
       try {
-        const answer = (await router.fetch(request as never, { deps, requestId, afterAnswer })) as Response | undefined;
+        const answer = (await router.fetch(request as never, ctx)) as Response | undefined;
         if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
         response = answer;
       } catch (thrown) {
         response = errorResponse(thrown, requestId, deps.log);
       }
+      logRequest(deps, request, ctx, response.status, started);
       return withHeaders(response, { ...corsHeadersFor(cors, request), 'x-request-id': requestId });
     },
   };
+}
+
+/**
+ * The request's one log line (docs/observability.md "Fields"): its route pattern (never the path,
+ * which may hold an object key, nor the query, which may hold a ticket), status, the time to the
+ * answer's head, and the project and account where known. No header or body is ever logged.
+ */
+function logRequest(deps: Deps, request: Request, ctx: Ctx, status: number, started: number): void {
+  const routed = request as Request & { route?: string; params?: Record<string, string> };
+  const projectId = routed.params?.id;
+  deps.log('request', {
+    level: 'info',
+    event: 'request',
+    request_id: ctx.requestId,
+    method: request.method,
+    route: routed.route ?? '(no route)',
+    status,
+    duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    ...(projectId && ID_PATTERNS.prj.test(projectId) ? { project_id: projectId } : {}),
+    ...(ctx.seen.accountId ? { account_id: ctx.seen.accountId } : {}),
+  });
 }
 
 /** Sets `headers` (`X-Request-Id`, CORS), copying the response when its headers are immutable (a proxied fetch answer). */

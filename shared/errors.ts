@@ -5,6 +5,7 @@
  * (`writeError`). Status, headers and body always come from `renderError`, so they cannot disagree.
  */
 import type { ServerResponse } from 'node:http';
+import type { Log } from './log.ts';
 
 /** Every error code the contract allows, with its status. */
 export const ERROR_STATUS = {
@@ -99,12 +100,18 @@ export interface RenderedError {
  * complete as soon as its bytes are out, even while the body is still being drained
  * (shared/http/linger.ts).
  */
-export function renderError(thrown: unknown, requestId: string, log: (line: string) => void = (line) => console.error(line)): RenderedError {
+export function renderError(thrown: unknown, requestId: string, log: Log = (line) => console.error(line)): RenderedError {
   let err: ServiceError;
   if (thrown instanceof ServiceError) {
     err = thrown;
   } else {
-    log(`request ${requestId} failed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
+    // The cause and its stack go to the server's log only (docs/observability.md "Logs").
+    log(`request ${requestId} failed: ${thrown instanceof Error ? thrown.message : String(thrown)}`, {
+      level: 'error',
+      event: 'internal_error',
+      request_id: requestId,
+      err: thrown,
+    });
     err = new ServiceError('internal', `internal error (request ${requestId})`);
   }
   const body = new TextEncoder().encode(JSON.stringify(envelopeOf(err)));
@@ -118,7 +125,7 @@ export function renderError(thrown: unknown, requestId: string, log: (line: stri
 }
 
 /** Renders any thrown value as an error Response (`renderError`). */
-export function errorResponse(thrown: unknown, requestId: string, log?: (line: string) => void): Response {
+export function errorResponse(thrown: unknown, requestId: string, log?: Log): Response {
   const { status, headers, body } = renderError(thrown, requestId, log);
   return new Response(body, { status, headers });
 }
@@ -128,7 +135,7 @@ export function errorResponse(thrown: unknown, requestId: string, log?: (line: s
  * (`renderError`). Connection handling (closing after a refused body) is the listener's:
  * shared/http/node-http.ts `answerError` does both.
  */
-export function writeError(res: ServerResponse, thrown: unknown, requestId: string, log?: (line: string) => void): void {
+export function writeError(res: ServerResponse, thrown: unknown, requestId: string, log?: Log): void {
   const { status, headers, body } = renderError(thrown, requestId, log);
   res.writeHead(status, headers);
   res.end(body);
