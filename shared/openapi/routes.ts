@@ -5,7 +5,15 @@
  * until every route has one and every entry has a route.
  */
 import { z } from 'zod';
-import { sessionAnswerSchema, sessionRequestSchema, signupAnswerSchema, signupRequestSchema } from '../schemas/accounts.ts';
+import {
+  meAnswerSchema,
+  rotatedSecretAnswerSchema,
+  rotateSecretRequestSchema,
+  sessionAnswerSchema,
+  sessionRequestSchema,
+  signupAnswerSchema,
+  signupRequestSchema,
+} from '../schemas/accounts.ts';
 import { degradedHealthAnswerSchema, healthAnswerSchema } from '../schemas/health.ts';
 import { createKeyRequestSchema, issuedKeySchema, keyIdSchema, keyListSchema, keySchema } from '../schemas/keys.ts';
 import { headAnswerSchema } from '../schemas/lifecycle.ts';
@@ -120,6 +128,31 @@ export const ROUTE_DOCS: RouteDocs = {
     body: sessionRequestSchema,
     answers: { 201: { description: 'a session token', json: sessionAnswerSchema } },
     errors: [401, 413],
+  },
+  'DELETE /v0/sessions/current': {
+    tag: 'accounts',
+    summary: 'Sign out: end the presented session',
+    description: 'From the very next request on, the token is 401 on every route; the account\'s other sessions are untouched (docs/api.md "Sessions").',
+    access: 'session',
+    answers: { 204: { description: 'the session has ended' } },
+  },
+  'GET /v0/me': {
+    tag: 'accounts',
+    summary: 'The account of the session',
+    description: 'Its id, name, creation time, number of projects and when its secret was last rotated; never the secret.',
+    access: 'session',
+    answers: { 200: { description: 'the account', json: meAnswerSchema } },
+  },
+  'POST /v0/account/secret': {
+    tag: 'accounts',
+    summary: 'Rotate the account secret',
+    description:
+      'Confirmed by the current `account_secret` (a wrong one is 401). Answers the new secret, shown only here (only a verifier is kept), and a new session; ' +
+      'every session issued before, the caller\'s included, is 401 from the next request on, and the old secret no longer opens one (docs/api.md "Sessions").',
+    access: 'session',
+    body: rotateSecretRequestSchema,
+    answers: { 200: { description: 'the new secret (shown once) and a session', json: rotatedSecretAnswerSchema } },
+    errors: [413],
   },
 
   // Projects ---------------------------------------------------------------------------------------
