@@ -26,6 +26,7 @@ import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
 import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
+import * as projectDeleteRoutes from './routes/project-delete.ts';
 import { sweepLeftovers } from './sweep.ts';
 import { within } from './tenants/processes.ts';
 import { EnginePin } from './tenants/pin.ts';
@@ -106,7 +107,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const sweeping = sweepLeftovers(ctx, started);
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,

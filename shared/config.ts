@@ -47,6 +47,8 @@ export const settingsSchema = z.object({
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
   // How long the receipts of a deleted project stay readable (docs/lifecycle.md "Deleting a project").
   SVCD_DELETED_RECEIPTS_RETENTION_DAYS: int(1, 3650).default(30),
+  // How long the receipts of a deleted project stay readable (docs/lifecycle.md "Deleting a project").
+  SVCD_DELETED_RECEIPTS_RETENTION_DAYS: int(1, 3650).default(30),
   // Host agent.
   SVCD_AGENT_ID: z.string().regex(/^agt_[0-9a-f]{16}$/, 'must match agt_<16 hex>').optional(),
   SVCD_ROOT: z.string().min(1).default('.svc/agent'),

@@ -104,6 +104,30 @@ export async function getOwnedProject(db: Db, projectId: string, accountId: stri
   return p;
 }
 
+/**
+ * Renames a project the account owns and answers it as now recorded; 404 when there is no such
+ * project of the account any more (deleted meanwhile).
+ */
+export async function renameProject(db: Db, projectId: string, accountId: string, name: string, at: string): Promise<ProjectRecord> {
+  try {
+    const out = await db.doc.send(
+      new UpdateCommand({
+        TableName: db.table,
+        Key: keys.project(projectId),
+        UpdateExpression: 'SET #name = :name, updated_at = :at',
+        ConditionExpression: 'attribute_exists(pk) AND #owner = :owner',
+        ExpressionAttributeNames: { '#name': 'name', '#owner': 'owner' },
+        ExpressionAttributeValues: { ':name': name, ':at': at, ':owner': accountId },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return toRecord(out.Attributes!);
+  } catch (err) {
+    if (isConditionFailure(err)) throw errors.notFound(`project ${projectId} not found`);
+    throw err;
+  }
+}
+
 /** Lists an account's projects, oldest first. */
 export async function listProjects(db: Db, accountId: string, limit: number, cursor?: string): Promise<Page<ProjectRecord>> {
   const partition = keys.projectsOf(accountId);

@@ -50,6 +50,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | sign-out  | ACCT#<acct>        | SESSEND#<session>   |                 |                          |
  * | invite    | INVITE#<code>      | INVITE              |                 |                          |
  * | project   | PRJ#<prj>          | PRJ                 | ACCT#<acct>     | PRJ#<created_at>#<prj>   |
+ * | deletion  | PRJ#<prj>          | GONE                | DELETING#<agt>  | <prj>  (while deleting)  |
  * | agent     | AGENT#<agt>        | AGENT               | AGENTS          | <agt>                    |
  * | receipt   | PRJ#<prj>          | RCPT#<at>#<rcpt>    |                 |                          |
  * | snapshot  | PRJ#<prj>          | SNAP#<snap>         |                 |                          |
@@ -70,6 +71,10 @@ export const keys = {
   sessionEnd: (accountId: string, sessionId: string) => ({ pk: `ACCT#${accountId}`, sk: `SESSEND#${sessionId}` }),
   invite: (code: string) => ({ pk: `INVITE#${code}`, sk: 'INVITE' }),
   project: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'PRJ' }),
+  /** The record of a deleted project (shared/db/project-delete.ts), which replaces the project item. */
+  projectDeletion: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'GONE' }),
+  /** Index partition of the deletions an agent has still to finish (docs/lifecycle.md "Deleting a project"). */
+  deletingOn: (agentId: string) => `DELETING#${agentId}`,
   projectsOf: (accountId: string) => `ACCT#${accountId}`,
   agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
   agents: 'AGENTS',

@@ -48,5 +48,8 @@ export type Project = z.output<typeof projectSchema>;
 /** Body of `POST /v0/projects`. */
 export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
 
+/** Body of `PATCH /v0/projects/{id}`: the new name, under the rule of creation. */
+export const renameProjectRequestSchema = z.strictObject({ name: projectNameSchema });
+
 /** `GET /v0/projects`: a page of the caller's projects. */
 export const projectListSchema = pageAnswerSchema('projects', projectSchema);
