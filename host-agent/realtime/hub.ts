@@ -335,6 +335,18 @@ export class RealtimeHub {
     return n;
   }
 
+  /** Ends every stream of a project, whoever opened it (called when the project is deleted). */
+  closeProject(projectId: string): number {
+    let n = 0;
+    for (const sub of [...this.all]) {
+      if (sub.projectId === projectId) {
+        sub.end();
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** An event frame in this hub's framing. */
   frame(id: number | null, event: string, data: string): Buffer {
     return eventFrame(id, event, data, this.framing);

@@ -10,9 +10,15 @@ export function shuttingDown(): Error {
   return errors.orchestrator('the host agent is shutting down');
 }
 
+/** The refusal of an operation on a project deleted meanwhile (its queue retired). */
+function deleted(projectId: string): Error {
+  return errors.notFound(`project ${projectId} not found`);
+}
+
 /** One queue per project, and the agent's shutdown flag that closes them all. */
 export class ProjectQueue {
   readonly #tails = new Map<string, Promise<void>>();
+  readonly #retired = new Set<string>();
   #closed = false;
 
   /** Whether the agent is shutting down: new operations are refused. */
@@ -23,9 +29,14 @@ export class ProjectQueue {
   /** Runs `fn` after every earlier operation on the same project; other projects run concurrently. */
   run<T>(projectId: string, fn: () => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(shuttingDown());
+    if (this.#retired.has(projectId)) return Promise.reject(deleted(projectId));
     const previous = this.#tails.get(projectId) ?? Promise.resolve();
     // Operations queued before shutdown began still run: the agent's stop waits for them (bounded).
-    const result = previous.then(fn);
+    // Those queued behind a deletion find the project gone when their turn comes.
+    const result = previous.then(() => {
+      if (this.#retired.has(projectId)) throw deleted(projectId);
+      return fn();
+    });
     const tail = result.then(
       () => {},
       () => {},
@@ -35,6 +46,14 @@ export class ProjectQueue {
       if (this.#tails.get(projectId) === tail) this.#tails.delete(projectId);
     });
     return result;
+  }
+
+  /**
+   * Refuses every later operation on the project with 404, those already queued included: it has
+   * been deleted (docs/lifecycle.md "Deleting a project"). Called by the deletion, from its turn.
+   */
+  retire(projectId: string): void {
+    this.#retired.add(projectId);
   }
 
   /** Refuses new operations from now on; answers when those already queued have settled. */

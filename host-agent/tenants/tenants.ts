@@ -14,12 +14,16 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import type { Settings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
+import { deletionsOf, projectKeyIds, type ProjectDeletion } from '../../shared/db/project-delete.ts';
+import { getProject } from '../../shared/db/projects.ts';
 import type { Snapshot } from '../../shared/db/snapshots.ts';
 import { errors } from '../../shared/errors.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
 import type { RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
+import type { ProjectDeletedAnswer } from '../../shared/schemas/project-delete.ts';
 import { adoptOrStop } from './adoption.ts';
 import { EngineSlots } from './capacity.ts';
+import { finishDeletion, finishInBackground, markDeleting, type DeletionRequest } from './delete.ts';
 import { Engines, type Live, type LiveEndpoint } from './engine.ts';
 import { headOf, type Head } from './head.ts';
 import { SnapshotHolds } from './holds.ts';
@@ -75,6 +79,8 @@ export class Tenants {
   readonly #states: RecordedStates;
   readonly #slots: EngineSlots;
   readonly #holds = new SnapshotHolds();
+  /** Deletions being finished (./delete.ts), one run per project at a time. */
+  readonly #finishing = new Map<string, Promise<void>>();
   #sweep: NodeJS.Timeout | undefined;
 
   constructor(deps: TenantsDeps) {
@@ -174,6 +180,7 @@ export class Tenants {
 
     const known = new Set([...tenants, ...this.#engines.projects()]);
     await bounded([...known], 8, (projectId) => this.#states.correctAtStart(projectId));
+    await this.#resumeDeletions();
 
     this.#sweep = setInterval(() => {
       for (const projectId of this.#engines.projects()) {
@@ -353,6 +360,95 @@ export class Tenants {
   /** Frees one previous data directory, receipted (./replaced.ts), after any restore of the project in flight. */
   discardReplaced(projectId: string, name: string, deletion: Deletion): Promise<ReplacedDir> {
     return this.#queue.run(projectId, () => discardReplaced(this.#parts(), projectId, name, deletion));
+  }
+
+  /**
+   * What keeps the project from being deleted right now, or null (docs/lifecycle.md "Deleting a
+   * project"): a snapshot being taken, a restore asked for or running. The one check a project's
+   * deletion makes, before its turn and again in it; function invocations in flight belong here too.
+   */
+  busyWith(projectId: string): string | null {
+    if (this.snapshotsBusy(projectId)) return 'a snapshot or restore of the project is in progress';
+    return null;
+  }
+
+  /**
+   * Deletes the project (./delete.ts; docs/lifecycle.md "Deleting a project"): 409 `conflict` at
+   * once while `busyWith` names something. In its turn: stops its engine, commits the deletion
+   * (from then on the project is 404 everywhere, and every later operation on it here is refused),
+   * hands its key ids to `forget` (the /v2 key cache and realtime streams drop them), and removes
+   * the rest. Past the commit point the deletion stands: what fails is retried in the background,
+   * and at the next start.
+   */
+  deleteProject(projectId: string, request: DeletionRequest, forget: (keyIds: string[]) => void): Promise<ProjectDeletedAnswer> {
+    const busy = this.busyWith(projectId);
+    if (busy) return Promise.reject(errors.conflict(`${busy}: retry once it has finished`));
+    return this.#queue.run(projectId, async () => {
+      const busyNow = this.busyWith(projectId);
+      if (busyNow) throw errors.conflict(`${busyNow}: retry once it has finished`);
+      const { db, agentId, log } = this.#deps;
+      const live = this.#engines.get(projectId);
+      if (live) {
+        await this.#engines.stop(live, 'the project is being deleted');
+        // Recorded at once: should the deletion stop short of its commit point, the state is true.
+        await this.#states.correct(projectId);
+      }
+      const project = await getProject(db, projectId);
+      if (!project || project.agent_id !== agentId) throw errors.notFound(`project ${projectId} not found`);
+      const state = this.#states.truth(projectId, project.state);
+      // Read before the commit point, so a read that fails leaves the project whole.
+      const keyIds = await projectKeyIds(db, projectId);
+      const deletion = await markDeleting(this.#deletionParts(), project, request);
+      this.#queue.retire(projectId);
+      // Again after it: a key issued meanwhile must go too (a failed read leaves its entry to refresh).
+      const later = await projectKeyIds(db, projectId).catch(() => []);
+      forget([...new Set([...keyIds, ...later])]);
+      try {
+        await this.#finish(deletion);
+      } catch (err) {
+        log(`agent: deleting ${projectId} failed after its commit point: ${(err as Error).message}; finished in the background`);
+        finishInBackground(() => this.#finish(deletion), log, `deleting ${projectId}`, () => this.#queue.closed, 1000);
+      }
+      return { state, deleted_at: deletion.deleted_at };
+    });
+  }
+
+  /** Finishes a committed deletion; a second call while one runs joins it. */
+  #finish(deletion: ProjectDeletion): Promise<void> {
+    let running = this.#finishing.get(deletion.id);
+    if (!running) {
+      running = finishDeletion(this.#deletionParts(), deletion).finally(() => this.#finishing.delete(deletion.id));
+      this.#finishing.set(deletion.id, running);
+    }
+    return running;
+  }
+
+  /**
+   * At start (docs/lifecycle.md "Crash safety: agent start"): the deletions a crash interrupted.
+   * Their projects are refused from now on; what remains of them is removed in the background.
+   */
+  async #resumeDeletions(): Promise<void> {
+    const { db, agentId, log } = this.#deps;
+    let pending: ProjectDeletion[];
+    try {
+      pending = await deletionsOf(db, agentId);
+    } catch (err) {
+      log(`agent: reading the deletions to finish failed: ${(err as Error).message}; retried at the next start`);
+      return;
+    }
+    for (const deletion of pending) {
+      this.#queue.retire(deletion.id);
+      const live = this.#engines.get(deletion.id);
+      if (live) await this.#engines.stop(live, 'the project is being deleted').catch(() => {});
+      log(`agent: deleting ${deletion.id}: resumed at start`);
+      finishInBackground(() => this.#finish(deletion), log, `deleting ${deletion.id}`, () => this.#queue.closed);
+    }
+  }
+
+  /** What a project's deletion needs. */
+  #deletionParts() {
+    const { db, settings, now, log } = this.#deps;
+    return { db, settings, layout: this.layout, now, log };
   }
 
   /** What head, snapshot, restore and the deletions need. */
