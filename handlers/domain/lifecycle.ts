@@ -45,13 +45,13 @@ async function askAgent<T>(deps: Deps, call: LifecycleCall, method: string, rest
   return deps.agents.json<T>(agent, method, `/internal/v1/projects/${call.project.id}/${rest}`, { body, requestId: call.requestId });
 }
 
-/** Calls the project's agent on one of its internal lifecycle routes. */
-function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
+/** Calls the project's agent on one of its internal lifecycle routes (`POST …/{op}` with the recorded state). */
+export function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
   return askAgent<T>(deps, call, 'POST', op, { recorded: recordedOf(call.project), ...body });
 }
 
 /** The receipt fields of a deletion the owner asks for (docs/api.md "Receipts"). */
-function deletionOf(call: LifecycleCall): InternalDeletion {
+export function deletionOf(call: LifecycleCall): InternalDeletion {
   return { actor: call.project.owner, request_id: call.requestId };
 }
 

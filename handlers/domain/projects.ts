@@ -1,10 +1,10 @@
 /**
  * Projects (contract "POST /v0/projects", "GET /v0/projects/{id}"): created stopped on the
  * least-loaded live host agent and never moved (docs/architecture.md "Pieces"); read with the state
- * reconciled by that agent; listed per owner.
+ * reconciled by that agent; listed per owner; renamed by the owner (docs/api.md "Decisions": names).
  */
 import { choosePlacement, listAgents } from '../../shared/db/agents.ts';
-import { createProject as putProject, listProjects, projectView } from '../../shared/db/projects.ts';
+import { createProject as putProject, listProjects, projectView, renameProject as setName } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Project } from '../../shared/schemas/projects.ts';
@@ -41,4 +41,17 @@ export async function listOwnedProjects(deps: Deps, owner: string, query: PageQu
 /** The project with its recorded state reconciled against the live process by its agent (contract "GET project"). */
 export function readProject(deps: Deps, call: LifecycleCall): Promise<Project> {
   return reconciledProject(deps, call);
+}
+
+/**
+ * Renames the project and answers it as GET does: the state reconciled by its agent first (503 when
+ * the agent is not live, and then nothing is renamed), then the new name and `updated_at` recorded
+ * with a write that holds only while the project is still the caller's (404 once deleted). A name
+ * is kept exactly as given, under the rule of creation. Not receipted: receipts record changes to
+ * a project's data (docs/api.md "Receipts"), and a name is not data.
+ */
+export async function renameProject(deps: Deps, call: LifecycleCall & { name: string }): Promise<Project> {
+  await reconciledProject(deps, call);
+  const renamed = await setName(deps.db, call.project.id, call.project.owner, call.name, nowIso(deps.now()));
+  return projectView(renamed);
 }
