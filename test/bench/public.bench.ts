@@ -1,0 +1,522 @@
+/**
+ * The public path (docs/performance.md): every figure measured through `{base_url}` of the local
+ * stack exactly as `npm start` runs it (infra/local/start.ts spawned as its own process tree), by a
+ * black-box client in this process, each beside a baseline measured in the same run:
+ *
+ *   1. `/v2` point reads: added p50 at concurrency 1 over the engine directly (target ≤ 0.4 ms) and
+ *      throughput at concurrency 16 ÷ direct (target ≥ 0.6); the ceiling printed beside them: chains
+ *      of bare TCP relays (1 and 2 hops), each relay a process of its own that copies bytes.
+ *   2. Control plane: GET /v0/projects/{id} sequential p50 against 1 ms + one DynamoDB Local GetItem
+ *      round trip measured beside it; the same figure for the production Node entry
+ *      (dist/node-server.mjs over the same table and agent).
+ *   3. Realtime: SUBSCRIBERS SSE subscribers of one channel, 1 KiB payloads, publishes with 8 in
+ *      flight: deliveries/s (≥ 100,000), publish p50 (≤ 10 ms), delivery p99 (≤ 100 ms), and
+ *      missing or duplicate deliveries (0). Subscribers and publisher run in a second process, so
+ *      publish → receive is one clock and this process's CPU is not the receivers'.
+ *   4. Storage: GET and PUT of 1 MiB and 32 MiB through `{base_url}` ÷ a bare node:http server in a
+ *      process of its own streaming the same bytes from and to the same disk (PUT with fsync).
+ *   5. Memory: peak RSS of the whole stack's process tree above idle during a 32 MiB upload (< 16 MiB).
+ *
+ *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000]
+ *
+ * Build first (`npm run bench` does): the stack serves dist/worker.js and the Node entry is
+ * dist/node-server.mjs. Baseline and service runs alternate, so drift on the shared machine hits both.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest, Agent as HttpAgent } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { Pool, request } from 'undici';
+import { freePort } from '../../infra/local/dynamodb.ts';
+import { descendantsOf } from '../../infra/local/processes.ts';
+import { loadSettings } from '../../shared/config.ts';
+import { createDb } from '../../shared/db/client.ts';
+import { keys } from '../../shared/db/table.ts';
+
+const REPO = resolve(import.meta.dirname, '../..');
+const NODE = process.execPath;
+const SUBSCRIBERS = Number(process.argv[2] ?? 1000);
+const ROWS = 1000;
+const MiB = 1024 * 1024;
+
+// ------------------------------------------------------------------------------------------ helpers
+
+const quantile = (values: number[], q: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+};
+const ms = (v: number) => `${v.toFixed(3)} ms`;
+const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+
+/** A child process running `source` (CommonJS) that prints its port on its first line. */
+async function startScript(source: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(NODE, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').once('data', (d: string) => resolve(d.trim()));
+    child.once('exit', (code) => reject(new Error(`helper process exited ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/** A bare TCP relay to `target` (no parsing, no authentication): one hop of the ceiling. */
+function startRelay(target: URL): Promise<{ child: ChildProcess; url: string }> {
+  return startScript(`
+    const net = require('node:net');
+    const server = net.createServer((c) => {
+      c.setNoDelay(true);
+      const u = net.connect(${Number(target.port)}, ${JSON.stringify(target.hostname)});
+      u.setNoDelay(true);
+      c.pipe(u); u.pipe(c);
+      c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
+    });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`);
+}
+
+/** The storage baseline: a bare node:http server streaming bytes from and to files in `dir`. */
+function startBareFileServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
+  return startScript(`
+    const http = require('node:http'); const fs = require('node:fs'); const path = require('node:path');
+    const dir = ${JSON.stringify(dir)};
+    http.createServer((req, res) => {
+      const file = path.join(dir, path.basename(req.url));
+      if (req.method === 'PUT') {
+        const out = fs.createWriteStream(file);
+        req.pipe(out);
+        out.on('finish', () => fs.fsync(out.fd ?? -1, () => fs.close(out.fd, () => { res.writeHead(201); res.end(); })));
+        out.on('error', () => { res.writeHead(500); res.end(); });
+        // createWriteStream closes on finish unless told otherwise: keep the fd for the fsync.
+        out.autoClose = false;
+      } else {
+        const size = fs.statSync(file).size;
+        res.writeHead(200, { 'content-length': size });
+        fs.createReadStream(file).pipe(res);
+      }
+    }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`);
+}
+
+/** Sum of the resident set of `pid` and every descendant, in bytes. */
+function treeRss(pid: number): number {
+  let total = 0;
+  for (const p of [pid, ...descendantsOf(pid)]) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return total;
+}
+
+/** The local stack as `npm start` runs it, in a directory of its own. */
+async function startStack(dir: string): Promise<{ child: ChildProcess; url: string; dynamoPort: number }> {
+  const port = await freePort();
+  const dynamoPort = await freePort();
+  const child = spawn(NODE, [join(REPO, 'infra/local/start.ts'), '--dir', dir, '--dynamodb-port', String(dynamoPort)], {
+    cwd: REPO,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVCD_PORT: String(port), SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d.length > 0 && out.length < 65536 ? d : ''));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += out.length < 65536 ? d : ''));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /svc-cloud ready at (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+      if (m || child.exitCode !== null) clearInterval(timer);
+      if (child.exitCode !== null) reject(new Error(`stack exited ${child.exitCode}: ${out}`));
+    }, 50);
+  });
+  return { child, url, dynamoPort };
+}
+
+// ---------------------------------------------------------------------------------------- data plane
+
+interface Round {
+  latencies: number[];
+  seconds: number;
+  errors: number;
+}
+
+async function pointReads(pool: Pool, headers: Record<string, string>, durationMs: number, concurrency: number): Promise<Round> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const start = performance.now();
+  const end = start + durationMs;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const r = await pool.request({
+          method: 'POST',
+          path: '/v2/sql',
+          headers,
+          body: `{"sql":"SELECT id, v FROM t WHERE id = ?","params":[${1 + Math.floor(Math.random() * ROWS)}]}`,
+        });
+        const body = await r.body.arrayBuffer();
+        if (r.statusCode !== 200 || body.byteLength < 12) errors++;
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  return { latencies, seconds: (performance.now() - start) / 1000, errors };
+}
+
+async function dataPlane(base: string, key: string, engine: URL): Promise<void> {
+  const headers = { 'x-svc-protocol-minor': '3', 'content-type': 'application/json' };
+  const keyed = { ...headers, authorization: `Bearer ${key}` };
+  const relay1 = await startRelay(engine);
+  const relay2a = await startRelay(engine);
+  const relay2 = await startRelay(new URL(relay2a.url));
+  const arms = [
+    { name: 'engine direct', pool: new Pool(engine.origin, { connections: 16 }), headers },
+    { name: `through {base_url}`, pool: new Pool(base, { connections: 16 }), headers: keyed },
+    { name: 'bare relay, 1 hop', pool: new Pool(relay1.url, { connections: 16 }), headers },
+    { name: 'bare relays, 2 hops', pool: new Pool(relay2.url, { connections: 16 }), headers },
+  ];
+  try {
+    for (const a of arms) await pointReads(a.pool, a.headers, 1000, 16);
+    const c1 = arms.map(() => [] as Round[]);
+    const c16 = arms.map(() => [] as Round[]);
+    for (let round = 0; round < 3; round++) {
+      for (const [i, a] of arms.entries()) c1[i]!.push(await pointReads(a.pool, a.headers, 1500, 1));
+      for (const [i, a] of arms.entries()) c16[i]!.push(await pointReads(a.pool, a.headers, 3000, 16));
+    }
+    const p50 = (rounds: Round[]) => quantile(rounds.flatMap((r) => r.latencies), 0.5);
+    const rps = (rounds: Round[]) => rounds.reduce((s, r) => s + r.latencies.length, 0) / rounds.reduce((s, r) => s + r.seconds, 0);
+    const errors = [...c1, ...c16].flat().reduce((s, r) => s + r.errors, 0);
+    console.log('\n1. /v2 point reads (POST /v2/sql, 1,000-row table)');
+    for (const [i, a] of arms.entries()) {
+      console.log(`   ${a.name.padEnd(22)} concurrency 1: p50 ${ms(p50(c1[i]!))}   concurrency 16: ${rps(c16[i]!).toFixed(0).padStart(6)} req/s`);
+    }
+    const added = p50(c1[1]!) - p50(c1[0]!);
+    const ratio = rps(c16[1]!) / rps(c16[0]!);
+    console.log(`   added p50, concurrency 1      ${ms(added)}   (target <= 0.4 ms)   ${verdict(added <= 0.4)}`);
+    console.log(`   throughput ratio, conc. 16    ${ratio.toFixed(3)}   (target >= 0.6)   ${verdict(ratio >= 0.6)}`);
+    for (const [i, hops] of [[2, 1], [3, 2]] as const) {
+      console.log(`   ceiling, ${hops} bare relay hop${hops > 1 ? 's' : ' '}      added p50 ${ms(p50(c1[i]!) - p50(c1[0]!))}, ratio ${(rps(c16[i]!) / rps(c16[0]!)).toFixed(3)}`);
+    }
+    if (errors) console.log(`   !!! ${errors} requests failed`);
+  } finally {
+    for (const a of arms) await a.pool.close();
+    for (const r of [relay1, relay2a, relay2]) r.child.kill();
+  }
+}
+
+// ------------------------------------------------------------------------------------- control plane
+
+async function sequentialGets(url: string, token: string, n: number): Promise<number[]> {
+  const pool = new Pool(new URL(url).origin, { connections: 1 });
+  const latencies: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const r = await pool.request({ method: 'GET', path: new URL(url).pathname, headers: { authorization: `Bearer ${token}` } });
+      await r.body.arrayBuffer();
+      if (r.statusCode !== 200) throw new Error(`GET ${url}: ${r.statusCode}`);
+      latencies.push(performance.now() - t0);
+    }
+  } finally {
+    await pool.close();
+  }
+  return latencies;
+}
+
+async function controlPlane(base: string, token: string, projectId: string, dir: string, dynamoPort: number): Promise<void> {
+  const secrets = JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
+  const endpoint = `http://127.0.0.1:${dynamoPort}`;
+  const settings = loadSettings({ ...secrets, SVCD_DYNAMODB_ENDPOINT: endpoint });
+  // The same client and read the handlers make: the project item, strongly consistent.
+  const db = createDb({ ...settings, SVCD_AWS_ACCESS_KEY_ID: 'local', SVCD_AWS_SECRET_ACCESS_KEY: 'local' });
+  const getItem = async () => {
+    const t0 = performance.now();
+    const out = await db.doc.send(new GetCommand({ TableName: db.table, Key: keys.project(projectId), ConsistentRead: true }));
+    if (!out.Item) throw new Error('GetItem found no project item');
+    return performance.now() - t0;
+  };
+  const nodePort = await freePort();
+  const node = spawn(NODE, [join(REPO, 'dist/node-server.mjs')], {
+    env: {
+      PATH: process.env.PATH!,
+      ...secrets,
+      SVCD_DYNAMODB_ENDPOINT: endpoint,
+      SVCD_AWS_ACCESS_KEY_ID: 'local',
+      SVCD_AWS_SECRET_ACCESS_KEY: 'local',
+      SVCD_PORT: String(nodePort),
+      SVCD_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    const nodeBase = `http://127.0.0.1:${nodePort}`;
+    for (let i = 0; ; i++) {
+      try {
+        if ((await fetch(`${nodeBase}/v0/health`)).status < 500) break;
+      } catch {
+        if (i > 200) throw new Error('the Node entry did not start');
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const path = `/v0/projects/${projectId}`;
+    await sequentialGets(base + path, token, 100);
+    await sequentialGets(nodeBase + path, token, 100);
+    for (let i = 0; i < 100; i++) await getItem();
+    const stack: number[] = [];
+    const entry: number[] = [];
+    const item: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      stack.push(...(await sequentialGets(base + path, token, 200)));
+      entry.push(...(await sequentialGets(nodeBase + path, token, 200)));
+      for (let i = 0; i < 200; i++) item.push(await getItem());
+    }
+    const budget = 1 + quantile(item, 0.5);
+    console.log('\n2. Control plane: GET /v0/projects/{id}, sequential, one keep-alive connection');
+    console.log(`   DynamoDB Local GetItem        p50 ${ms(quantile(item, 0.5))}   → budget 1 ms + GetItem = ${ms(budget)}`);
+    console.log(`   through {base_url} (miniflare) p50 ${ms(quantile(stack, 0.5))}  p99 ${ms(quantile(stack, 0.99))}   ${verdict(quantile(stack, 0.5) <= budget)}`);
+    console.log(`   dist/node-server.mjs          p50 ${ms(quantile(entry, 0.5))}  p99 ${ms(quantile(entry, 0.99))}   ${verdict(quantile(entry, 0.5) <= budget)}`);
+  } finally {
+    node.kill('SIGTERM');
+    db.doc.destroy();
+  }
+}
+
+// ------------------------------------------------------------------------------------------ realtime
+
+interface RealtimeConfig {
+  subscribeUrl: string;
+  publishUrl: string;
+  token: string;
+  subscribers: number;
+  publishes: number;
+  inFlight: number;
+}
+
+/** The realtime client process: subscribers and publisher, one clock. Prints one JSON line. */
+async function realtimeClient(config: RealtimeConfig): Promise<void> {
+  const agent = new HttpAgent({ keepAlive: false, maxSockets: Infinity });
+  const seen: Map<number, number>[] = [];
+  const latencies: number[] = [];
+  const sentAt = new Map<number, number>();
+  let deliveries = 0;
+  let duplicates = 0;
+  let lastDelivery = 0;
+  let connected = 0;
+  let allConnected = () => {};
+  const ready = new Promise<void>((r) => (allConnected = r));
+  const url = new URL(config.subscribeUrl);
+  for (let s = 0; s < config.subscribers; s++) {
+    const mine = new Map<number, number>();
+    seen.push(mine);
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname + url.search, agent, headers: { authorization: `Bearer ${config.token}` } }, (res) => {
+      if (res.statusCode !== 200) throw new Error(`subscribe answered ${res.statusCode}`);
+      if (++connected === config.subscribers) allConnected();
+      let buffer = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame.split('\n').find((l) => l.startsWith('data:'));
+          if (!data) continue;
+          const event = JSON.parse(data.slice(5)) as { channel: string; payload?: { n?: number } };
+          const n = event.payload?.n;
+          if (event.channel !== 'bench' || typeof n !== 'number') continue;
+          const now = performance.now();
+          if (mine.has(n)) duplicates++;
+          mine.set(n, now);
+          deliveries++;
+          lastDelivery = now;
+          latencies.push(now - sentAt.get(n)!);
+        }
+      });
+    });
+    req.end();
+  }
+  await ready;
+  await new Promise((r) => setTimeout(r, 300));
+  const publisher = new Pool(new URL(config.publishUrl).origin, { connections: config.inFlight });
+  const publishLatencies: number[] = [];
+  const filler = 'x'.repeat(1024 - 40);
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: config.inFlight }, async () => {
+      while (next < config.publishes) {
+        const n = next++;
+        sentAt.set(n, performance.now());
+        const t0 = performance.now();
+        const r = await publisher.request({
+          method: 'POST',
+          path: new URL(config.publishUrl).pathname,
+          headers: { authorization: `Bearer ${config.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ channel: 'bench', event: 'tick', payload: { n, filler } }),
+        });
+        await r.body.arrayBuffer();
+        if (r.statusCode !== 200) throw new Error(`publish answered ${r.statusCode}`);
+        publishLatencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const expected = config.publishes * config.subscribers;
+  const deadline = performance.now() + 10_000;
+  while (deliveries < expected && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const seconds = (lastDelivery - start) / 1000;
+  console.log(
+    JSON.stringify({
+      deliveries,
+      expected,
+      missing: expected - deliveries + duplicates,
+      duplicates,
+      perSecond: deliveries / seconds,
+      publishP50: quantile(publishLatencies, 0.5),
+      deliveryP50: quantile(latencies, 0.5),
+      deliveryP99: quantile(latencies, 0.99),
+    }),
+  );
+  process.exit(0);
+}
+
+async function realtime(base: string, token: string, projectId: string): Promise<void> {
+  const config: RealtimeConfig = {
+    subscribeUrl: `${base}/v0/projects/${projectId}/realtime/subscribe?channel=bench`,
+    publishUrl: `${base}/v0/projects/${projectId}/realtime/publish`,
+    token,
+    subscribers: SUBSCRIBERS,
+    publishes: 400,
+    inFlight: 8,
+  };
+  const child = spawn(NODE, [import.meta.filename, '--realtime-client'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin!.end(JSON.stringify(config));
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  if (code !== 0) throw new Error(`realtime client exited ${code}: ${out}`);
+  const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, number>;
+  console.log(`\n3. Realtime: ${SUBSCRIBERS} SSE subscribers through {base_url}, ${config.publishes} publishes of 1 KiB, ${config.inFlight} in flight`);
+  console.log(`   deliveries/s       ${r.perSecond!.toFixed(0)}   (target >= 100,000)   ${verdict(r.perSecond! >= 100_000)}`);
+  console.log(`   publish p50        ${ms(r.publishP50!)}   (target <= 10 ms)   ${verdict(r.publishP50! <= 10)}`);
+  console.log(`   delivery p50 / p99 ${ms(r.deliveryP50!)} / ${ms(r.deliveryP99!)}   (target p99 <= 100 ms)   ${verdict(r.deliveryP99! <= 100)}`);
+  console.log(`   delivered ${r.deliveries} of ${r.expected}; missing ${r.missing}, duplicates ${r.duplicates}   ${verdict(r.missing === 0 && r.duplicates === 0)}`);
+}
+
+// ------------------------------------------------------------------------------------------- storage
+
+async function timed(url: string, method: 'GET' | 'PUT', headers: Record<string, string>, body?: Buffer): Promise<{ ms: number; digest: string }> {
+  const t0 = performance.now();
+  const r = await request(url, { method, headers, body });
+  const hash = createHash('sha256');
+  for await (const chunk of r.body) hash.update(chunk as Buffer);
+  if (r.statusCode >= 300) throw new Error(`${method} ${url}: ${r.statusCode}`);
+  return { ms: performance.now() - t0, digest: hash.digest('hex') };
+}
+
+async function storage(base: string, token: string, projectId: string, stackPid: number, scratch: string): Promise<void> {
+  const auth = { authorization: `Bearer ${token}` };
+  const b = await fetch(`${base}/v0/projects/${projectId}/storage/buckets/bench`, { method: 'PUT', headers: auth });
+  if (b.status >= 300) throw new Error(`bucket: ${b.status}`);
+  const bare = await startBareFileServer(scratch);
+  try {
+    console.log('\n4. Storage through {base_url} against a bare node:http server in its own process (same disk, PUT with fsync)');
+    for (const size of [1 * MiB, 32 * MiB]) {
+      const bytes = randomBytes(size);
+      const object = `${base}/v0/projects/${projectId}/storage/objects/bench/o-${size}`;
+      const put = { ...auth, 'content-type': 'application/octet-stream' };
+      const rounds = size > MiB ? 4 : 12;
+      const best = { servicePut: Infinity, bare_put: Infinity, serviceGet: Infinity, bareGet: Infinity };
+      for (let i = 0; i < rounds; i++) {
+        best.bare_put = Math.min(best.bare_put, (await timed(`${bare.url}/o-${size}`, 'PUT', {}, bytes)).ms);
+        best.servicePut = Math.min(best.servicePut, (await timed(object, 'PUT', put, bytes)).ms);
+        best.bareGet = Math.min(best.bareGet, (await timed(`${bare.url}/o-${size}`, 'GET', {})).ms);
+        const got = await timed(object, 'GET', auth);
+        if (got.digest !== createHash('sha256').update(bytes).digest('hex')) throw new Error('GET answered other bytes');
+        best.serviceGet = Math.min(best.serviceGet, got.ms);
+      }
+      const label = `${size / MiB} MiB`;
+      const mibs = (t: number) => `${(size / MiB / (t / 1000)).toFixed(1).padStart(7)} MiB/s`;
+      for (const [op, svc, raw] of [['PUT', best.servicePut, best.bare_put], ['GET', best.serviceGet, best.bareGet]] as const) {
+        const ratio = raw / svc;
+        console.log(`   ${op} ${label.padEnd(7)} service ${ms(svc).padStart(11)} ${mibs(svc)}   bare ${ms(raw).padStart(11)} ${mibs(raw)}   ratio ${ratio.toFixed(3)} (target >= 0.5)   ${verdict(ratio >= 0.5)}`);
+      }
+    }
+
+    // 5. Memory: the whole stack's tree, idle, then sampled every 5 ms during a 32 MiB upload.
+    const bytes = randomBytes(32 * MiB);
+    await new Promise((r) => setTimeout(r, 1000));
+    const idle = Math.min(treeRss(stackPid), treeRss(stackPid), treeRss(stackPid));
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, treeRss(stackPid))), 5);
+    await timed(`${base}/v0/projects/${projectId}/storage/objects/bench/memory`, 'PUT', { ...auth, 'content-type': 'application/octet-stream' }, bytes);
+    clearInterval(sampler);
+    const above = (peak - idle) / MiB;
+    console.log('\n5. Memory: the whole stack (supervisor, front, DynamoDB Local, agent, engine, miniflare/workerd)');
+    console.log(`   idle ${(idle / MiB).toFixed(1)} MiB, peak during a 32 MiB upload ${(peak / MiB).toFixed(1)} MiB: ${above.toFixed(1)} MiB above idle (target < 16 MiB)   ${verdict(above < 16)}`);
+  } finally {
+    bare.child.kill();
+  }
+}
+
+// -------------------------------------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-public-'));
+  const scratch = mkdtempSync(join(REPO, '.bench-scratch-'));
+  const stack = await startStack(dir);
+  const base = stack.url;
+  try {
+    const call = async (method: string, path: string, token?: string, body?: unknown) => {
+      const r = await fetch(base + path, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
+      return (await r.json()) as any;
+    };
+    const { token } = await call('POST', '/v0/signup', undefined, {});
+    const project = await call('POST', '/v0/projects', token, { name: 'bench' });
+    await call('POST', `/v0/projects/${project.id}/wakeup`, token);
+    const { key } = await call('POST', `/v0/projects/${project.id}/keys`, token, { label: 'bench' });
+    const head = await call('GET', `/v0/projects/${project.id}/head`, token);
+    const engine = new URL(`http://${head.endpoint.host}:${head.endpoint.port}`);
+    const setup = await request(`${base}/v2/sql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        statements: [
+          { sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' },
+          { sql: `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS}) INSERT INTO t SELECT i, 'value ' || i FROM n` },
+        ],
+      }),
+    });
+    await setup.body.arrayBuffer();
+    if (setup.statusCode !== 200) throw new Error(`setup: ${setup.statusCode}`);
+
+    const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ');
+    console.log(`public path through ${base} (${cpus().length} cores, load average ${load1}; other work on the machine colours wall-clock figures)`);
+    await dataPlane(base, key, engine);
+    await controlPlane(base, token, project.id, dir, stack.dynamoPort);
+    await realtime(base, token, project.id);
+    await storage(base, token, project.id, stack.child.pid!, scratch);
+  } finally {
+    const exited = new Promise((r) => stack.child.once('exit', r));
+    stack.child.kill('SIGTERM');
+    const t = setTimeout(() => stack.child.kill('SIGKILL'), 20_000);
+    await exited;
+    clearTimeout(t);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--realtime-client') {
+  let input = '';
+  process.stdin.setEncoding('utf8').on('data', (d: string) => (input += d));
+  process.stdin.on('end', () => void realtimeClient(JSON.parse(input) as RealtimeConfig));
+} else {
+  await main();
+}
