@@ -12,6 +12,7 @@ import * as accounts from './routes/accounts.ts';
 import type { Ctx, Deps, Routes } from './context.ts';
 import * as health from './routes/health.ts';
 import * as openapi from './routes/openapi.ts';
+import * as logs from './routes/logs.ts';
 import * as keys from './routes/keys.ts';
 import * as lifecycle from './routes/lifecycle.ts';
 import * as projects from './routes/projects.ts';
@@ -21,6 +22,7 @@ import * as secrets from './routes/secrets.ts';
 import * as buckets from './routes/buckets.ts';
 import * as objects from './routes/objects.ts';
 import * as tickets from './routes/tickets.ts';
+import * as webConsole from './routes/console.ts';
 
 /** Route modules, in registration order. Each resource adds its module here (one line). */
 const modules: { register(router: Routes): void }[] = [
@@ -29,6 +31,7 @@ const modules: { register(router: Routes): void }[] = [
   accounts,
   projects,
   receipts,
+  logs,
   realtime,
   secrets,
   keys,
@@ -36,6 +39,7 @@ const modules: { register(router: Routes): void }[] = [
   buckets,
   tickets,
   objects,
+  webConsole,
 ];
 
 /** What a worker runtime hands each request beside it: work it must let finish after the answer. */

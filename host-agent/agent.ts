@@ -26,8 +26,11 @@ import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
 import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
+import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
 import { sweepLeftovers } from './sweep.ts';
+import { AgentMetrics, startMetricsListener } from './metrics.ts';
+import type { Log } from '../shared/log.ts';
 import { within } from './tenants/processes.ts';
 import { EnginePin } from './tenants/pin.ts';
 import { Tenants } from './tenants/tenants.ts';
@@ -38,12 +41,14 @@ export interface Agent {
   internalUrl: string;
   /** Where the `/v2` listener answers (registered as the agent's `dataplane_url`). */
   dataplaneUrl: string;
+  /** Where `GET /metrics` answers (`SVCD_METRICS_PORT`; docs/observability.md "Metrics"). */
+  metricsUrl: string;
   stop(): Promise<void>;
 }
 
 /** Options for tests and embedders. */
 export interface AgentOptions {
-  log?: (line: string) => void;
+  log?: Log;
   db?: Db;
   /** The repository root, against which relative paths in settings resolve. */
   cwd?: string;
@@ -99,6 +104,12 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     secrets,
     realtime,
     tenants,
+    // Read at scrape time from what the parts already count (host-agent/metrics.ts).
+    metrics: new AgentMetrics({
+      runningTenants: () => tenants.runningProjects().length,
+      keyCache: () => ctx.keyCache.stats,
+      realtime: () => realtime.stats(),
+    }),
   };
   // The supervisor repairs, adopts and reconciles before any listener opens.
   const started = now();
@@ -107,7 +118,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const sweeping = sweepLeftovers(ctx, started);
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -128,8 +139,27 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
     cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS),
+    // One line and the metrics per /v2 request (docs/observability.md).
+    observe: (r) => {
+      ctx.metrics.dataplane(r.status, r.seconds, r.bytesIn, r.bytesOut);
+      log('request', {
+        level: 'info',
+        event: 'request',
+        request_id: r.requestId,
+        method: r.method,
+        route: '/v2/:path+',
+        status: r.status,
+        duration_ms: Math.round(r.seconds * 10_000) / 10,
+        ...(r.projectId ? { project_id: r.projectId } : {}),
+      });
+    },
   }).catch(async (err: unknown) => {
     await internal.close();
+    throw err;
+  });
+  // Prometheus on a listener of its own, never the public origin (docs/deploy.md "Every setting").
+  const metricsListener = await startMetricsListener(ctx.metrics, settings.SVCD_AGENT_HOST, settings.SVCD_METRICS_PORT).catch(async (err: unknown) => {
+    await Promise.all([internal.close(), dataplane.close()]);
     throw err;
   });
   const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
@@ -156,11 +186,12 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   heartbeat.unref();
 
   let stopping: Promise<void> | undefined;
-  const servers: Served[] = [internal, dataplane];
+  const servers: Served[] = [internal, dataplane, metricsListener];
   return {
     ctx,
     internalUrl,
     dataplaneUrl,
+    metricsUrl: metricsListener.url,
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);

@@ -1,11 +1,13 @@
 /** What the internal routes of the host agent receive: settings, metadata, identity and its services, never written after start. */
 import type { Settings } from '../shared/config.ts';
+import type { Log } from '../shared/log.ts';
 import type { Db } from '../shared/db/client.ts';
 import type { KeyRing } from '../shared/secrets-crypto.ts';
 import type { KeyCache } from './dataplane/key-cache.ts';
 import type { RealtimeHub } from './realtime/hub.ts';
 import type { PinView } from './tenants/pin.ts';
 import type { Tenants } from './tenants/tenants.ts';
+import type { AgentMetrics } from './metrics.ts';
 
 /** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -16,7 +18,7 @@ export interface AgentContext {
   readonly root: string;
   /** The latest pin check (refreshed before each engine start by the pin check itself, host-agent/tenants/pin.ts). */
   readonly pin: PinView;
-  readonly log: (line: string) => void;
+  readonly log: Log;
   readonly now: () => number;
   /** The function-secrets key ring (SVCD_SECRETS_KEYS / SVCD_SECRETS_KEY), validated at start; null when unset. */
   readonly secrets: KeyRing | null;
@@ -26,4 +28,6 @@ export interface AgentContext {
   readonly keyCache: KeyCache;
   /** The tenants supervisor: engine processes, lifecycle, snapshots, restore (host-agent/tenants/). */
   readonly tenants: Tenants;
+  /** The agent's Prometheus metrics (host-agent/metrics.ts; docs/observability.md "Metrics"). */
+  readonly metrics: AgentMetrics;
 }

@@ -9,6 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadSettings } from '../shared/config.ts';
+import { createNodeLog } from '../shared/log-node.ts';
 import { startAgent, type Agent } from './agent.ts';
 
 let flags;
@@ -30,6 +31,14 @@ try {
   throw err;
 }
 
+// pino: JSON lines on stderr, readable ones on a terminal (docs/observability.md "Logs"). What it
+// still holds is flushed before every exit.
+const { log, flush } = createNodeLog({ service: 'agent', level: settings.SVCD_LOG_LEVEL, format: settings.SVCD_LOG_FORMAT });
+const exit = (code: number): never => {
+  flush();
+  process.exit(code);
+};
+
 // Stop requests are taken from the start, so one that arrives while the agent starts is kept and
 // carried out as soon as it has started (it may have adopted engines by then).
 let agent: Agent | undefined;
@@ -38,17 +47,17 @@ let signals = 0;
 const stop = () => {
   stopRequested = true;
   agent?.stop().then(
-    () => process.exit(0),
+    () => exit(0),
     (err) => {
       console.error(`svc-agent: shutdown failed: ${(err as Error).stack ?? err}`);
-      process.exit(1);
+      exit(1);
     },
   );
 };
 const onSignal = (signal: string) => {
   if (++signals > 1) {
     console.error(`svc-agent: second ${signal}, exiting now`);
-    process.exit(1);
+    exit(1);
   }
   stop();
 };
@@ -67,10 +76,12 @@ if (flags['stop-on-stdin-eof']) {
 }
 
 try {
-  agent = await startAgent(settings);
-  console.log(JSON.stringify({ ready: true, agent_id: agent.ctx.agentId, internal_url: agent.internalUrl, pin_ok: agent.ctx.pin.ok }));
+  agent = await startAgent(settings, { log });
+  console.log(
+    JSON.stringify({ ready: true, agent_id: agent.ctx.agentId, internal_url: agent.internalUrl, metrics_url: agent.metricsUrl, pin_ok: agent.ctx.pin.ok }),
+  );
   if (stopRequested) stop();
 } catch (err) {
   console.error(`svc-agent: ${(err as Error).message}`);
-  process.exit(1);
+  exit(1);
 }

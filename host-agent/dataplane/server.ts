@@ -82,6 +82,35 @@ export interface DataplaneOptions {
   peers?: Peers;
   /** Origins whose pages may call `/v2` (`SVCD_CORS_ORIGINS`, docs/api.md "Browsers and CORS"); default none. */
   cors?: CorsPolicy;
+  /** Told of every request once its answer is done or cut short (the agent's log line and metrics). */
+  observe?: (request: ObservedRequest) => void;
+}
+
+/** A `/v2` request as observed: bytes are those of its connection while it was served, heads included. */
+export interface ObservedRequest {
+  requestId: string;
+  method: string;
+  /** The status answered (0 when the connection closed before any). */
+  status: number;
+  seconds: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** The project of its key, once the key was verified. */
+  projectId?: string;
+}
+
+const BYTES_MARK = Symbol('bytes-mark');
+
+/**
+ * Bytes read and written on `req`'s connection since the last request on it was observed: the
+ * request's share of a kept-alive connection (requests on one connection are served in turn).
+ */
+function connectionBytes(req: IncomingMessage): { bytesIn: number; bytesOut: number } {
+  const socket = req.socket as IncomingMessage['socket'] & { [BYTES_MARK]?: [number, number] };
+  const [read, written] = socket[BYTES_MARK] ?? [0, 0];
+  const now: [number, number] = [socket.bytesRead, socket.bytesWritten];
+  socket[BYTES_MARK] = now;
+  return { bytesIn: now[0] - read, bytesOut: now[1] - written };
 }
 
 /**
@@ -250,10 +279,10 @@ async function* bodyOf(req: IncomingMessage, max: number | null): AsyncGenerator
 
 /** Starts the `/v2` listener on host:port (0: a free port). */
 export async function startDataplane(options: DataplaneOptions): Promise<Dataplane> {
-  const { endpoints, keys, maxBytes, log, agentId, peers, cors = NO_CORS } = options;
+  const { endpoints, keys, maxBytes, log, agentId, peers, cors = NO_CORS, observe } = options;
   const upstreams = new Upstreams();
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean, seen: { projectId?: string }): Promise<void> {
     const path = req.url ?? '';
     const h = scan(req.rawHeaders);
     if (h.origin !== undefined) {
@@ -273,6 +302,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     const presented = parseProjectKey(bearerOf(h.authorization));
     if (!presented) throw errors.unauthenticated('/v2 takes a project key (svc1_<key_id>_<secret>); a session token is not accepted');
     const { projectId, owner } = keys.verifyWarm(presented) ?? (await keys.verify(presented));
+    seen.projectId = projectId;
 
     if (h.projectRefs.length > 0) {
       const m = h.projectRefs.length === 1 ? PROJECT_REF.exec(h.projectRefs[0]!) : null;
@@ -376,9 +406,18 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
   const dataplaneLog = (line: string) => log(`dataplane: ${line}`);
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
     const id = requestId();
+    const seen: { projectId?: string } = {};
+    if (observe) {
+      const started = performance.now();
+      res.once('close', () => {
+        const seconds = (performance.now() - started) / 1000;
+        const status = res.headersSent ? res.statusCode : 0;
+        observe({ requestId: id, method: req.method ?? 'GET', status, seconds, ...connectionBytes(req), ...(seen.projectId ? { projectId: seen.projectId } : {}) });
+      });
+    }
     // A body still arriving is not forwarded (it may be huge): the connection closes after the
     // answer, once the rest has been read and dropped (docs/dataplane.md "Refused bodies").
-    handle(req, res, id, expectsContinue).catch((thrown: unknown) => answerError(req, res, thrown, id, dataplaneLog));
+    handle(req, res, id, expectsContinue, seen).catch((thrown: unknown) => answerError(req, res, thrown, id, dataplaneLog));
   };
   // Absolute-form targets arrive as paths (shared/http/node-http.ts ServiceRequest).
   const server = createServer(SERVER_OPTIONS, (req, res) => onRequest(req, res, false));

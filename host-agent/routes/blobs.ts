@@ -51,6 +51,7 @@ export function register(router: InternalRouter): void {
       // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are fresh
       // copies nobody else holds: the store may release each once it has copied it.
       const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
+      ctx.metrics.blobWritten(written.size);
       return json(written, 201);
     } catch (err) {
       // Refused before the body ended (413): the rest of it is still on the connection. It is read

@@ -30,9 +30,13 @@ import { replacedNameSchema, snapshotIdSchema } from '../../shared/schemas/snaps
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import { parseOr400 } from '../../shared/validation.ts';
 import type { InternalRouter } from '../internal-api.ts';
+import { timedOperation } from '../metrics.ts';
 import { headAnswer, restoreAnswer } from './answers.ts';
 
 type Routed = Request & { params: Record<string, string> };
+
+/** The project and the public request's id (the handlers pass it on) of a timed operation's log line. */
+const timing = (request: Request, projectId: string) => ({ projectId, requestId: request.headers.get('x-request-id') });
 
 /** Registers the lifecycle routes. */
 export function register(router: InternalRouter): void {
@@ -41,13 +45,13 @@ export function register(router: InternalRouter): void {
   router.post('/internal/v1/projects/:id/wakeup', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.wakeup(projectId, body.recorded));
+    return json(await timedOperation(ctx, 'wakeup', timing(request, projectId), () => ctx.tenants.wakeup(projectId, body.recorded)));
   });
 
   router.post('/internal/v1/projects/:id/sleep', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.sleep(projectId, body.recorded));
+    return json(await timedOperation(ctx, 'sleep', timing(request, projectId), () => ctx.tenants.sleep(projectId, body.recorded)));
   });
 
   router.post('/internal/v1/projects/:id/reconcile', async (request, ctx) => {
@@ -65,13 +69,14 @@ export function register(router: InternalRouter): void {
   router.post('/internal/v1/projects/:id/snapshots', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalSnapshotSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.snapshot(projectId, body.label ?? null), 201);
+    return json(await timedOperation(ctx, 'snapshot', timing(request, projectId), () => ctx.tenants.snapshot(projectId, body.label ?? null)), 201);
   });
 
   router.post('/internal/v1/projects/:id/restore', async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalRestoreSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(restoreAnswer(await ctx.tenants.restore(projectId, body.recorded, body.snapshot_id)));
+    const restored = await timedOperation(ctx, 'restore', timing(request, projectId), () => ctx.tenants.restore(projectId, body.recorded, body.snapshot_id));
+    return json(restoreAnswer(restored));
   });
 
   const deletionOf = (body: InternalDeletion) => ({ actor: body.actor, requestId: body.request_id });

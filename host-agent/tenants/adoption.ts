@@ -7,6 +7,7 @@ import { nowIso } from '../../shared/time.ts';
 import { readJsonRecord } from './files.ts';
 import { ENGINE_HOST, removeRecordQuietly, type Live } from './engine.ts';
 import type { Layout } from './layout.ts';
+import type { Log } from '../../shared/log.ts';
 import type { TenantLogs } from './logs.ts';
 import { adoptProcess, isSameProcessAlive, probeCapabilities, processCommandLine, stopProcess } from './processes.ts';
 
@@ -15,7 +16,7 @@ export interface AdoptionDeps {
   layout: Layout;
   logs: TenantLogs;
   now: () => number;
-  log: (line: string) => void;
+  log: Log;
   /** Poll interval of an adopted engine's exit. */
   pollMs: number;
   /** `SVCD_ENGINE_STOP_TIMEOUT_MS`. */
@@ -63,7 +64,7 @@ export async function adoptOrStop(deps: AdoptionDeps, projectId: string): Promis
       cleaned: false,
     });
     logs.append(projectId, `engine (pid ${pid}) on port ${port} adopted from a previous agent`);
-    log(`agent: adopted the engine of ${projectId} (pid ${pid}, port ${port})`);
+    log(`agent: adopted the engine of ${projectId} (pid ${pid}, port ${port})`, { level: 'info', event: 'adoption', project_id: projectId, pid, port });
     return;
   }
   logs.append(projectId, `engine (pid ${pid}) of a previous agent does not answer: stopping it`);

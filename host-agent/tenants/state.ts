@@ -4,6 +4,7 @@
  * expects and on being the project's agent; what the engine processes and the disk say wins over
  * what is recorded.
  */
+import type { Log } from '../../shared/log.ts';
 import { getProject, setProjectState } from '../../shared/db/projects.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { errors } from '../../shared/errors.ts';
@@ -55,7 +56,7 @@ export interface StatesDeps {
   db: Db;
   agentId: string;
   now: () => number;
-  log: (line: string) => void;
+  log: Log;
   emit: EmitLifecycle;
   /** What this machine says of the project now. */
   facts: (projectId: string) => Facts;
@@ -97,6 +98,8 @@ export class RecordedStates {
     const current = await this.#hosted(projectId);
     const truth = this.truth(projectId, current.state);
     const { answer, changed } = await this.record(projectId, current, truth);
+    // A correction is an operator's event (docs/observability.md "Lifecycle events").
+    if (changed) this.#deps.log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`, { level: 'info', event: 'reconcile', project_id: projectId, from: current.state, to: truth });
     const event = eventOfState(truth);
     if (changed && event) this.notify(projectId, event, { state: truth });
     return answer;
@@ -111,7 +114,7 @@ export class RecordedStates {
       const truth = this.truth(projectId, current.state);
       if (truth !== current.state) {
         await this.record(projectId, current, truth);
-        log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`);
+        log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`, { level: 'info', event: 'reconcile', project_id: projectId, from: current.state, to: truth });
       }
     } catch (err) {
       log(`agent: reconciling ${projectId} at start failed: ${(err as Error).message}`);
