@@ -6,6 +6,7 @@ import { buildDeps } from '../../handlers/deps.ts';
 import { createApp, type App } from '../../handlers/index.ts';
 import { startAgent, type Agent } from '../../host-agent/agent.ts';
 import { loadSettings } from '../../shared/config.ts';
+import { lineFields, type Log } from '../../shared/log.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { REPO, tempDir, testDeployment } from './env.ts';
 
@@ -26,7 +27,8 @@ export async function startTestService(overrides: Record<string, string> = {}): 
   const root = tempDir('svc-agent-');
   const { env, db } = await testDeployment({ SVCD_ROOT: root.dir, ...overrides });
   const logs: string[] = [];
-  const log = (line: string) => logs.push(line);
+  // Each line as the service writes it: the message, then its fields as they leave the process (shared/log.ts).
+  const log: Log = (line, fields) => logs.push(fields ? `${line} ${JSON.stringify(lineFields(fields).rest)}` : line);
   const agent = await startAgent(loadSettings(env), { log, db, cwd: REPO });
   const deps = buildDeps(env, log);
   const app = createApp(deps);
