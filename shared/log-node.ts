@@ -8,6 +8,9 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { lineFields, type Log, type LogLevel } from './log.ts';
 
+/** How readable lines look: one line each, local time, the message then the fields. */
+export const PRETTY = { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', messageKey: 'msg', singleLine: true } as const;
+
 /** How a Node process writes its log. */
 export interface NodeLogOptions {
   /** Which process writes (`agent`, `handlers`, `stack`): the `service` field of every line. */
@@ -32,7 +35,7 @@ export function createNodeLog({ service, level = 'info', format = 'auto', destin
   const out: DestinationStream =
     destination ??
     (readable
-      ? pretty({ colorize: tty, sync: true, destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', messageKey: 'msg' })
+      ? pretty({ ...PRETTY, colorize: tty, sync: true, destination: 2 })
       : pino.destination({ dest: 2, sync: false }));
   const logger: Logger = pino(
     {

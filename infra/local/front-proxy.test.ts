@@ -7,7 +7,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFront, type Front } from './front-proxy.ts';
+import { metricsTarget, startFront, type Front } from './front-proxy.ts';
 
 let upstream: Server;
 let front: Front;
@@ -88,5 +88,15 @@ describe('the front and a misbehaving upstream', () => {
   it('logs each request in one line', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^front: GET \/v0\/four 200 \d+\.\d ms$/));
     expect(lines).toContainEqual(expect.stringMatching(/^front: POST \/v0\/two 503 \d+\.\d ms$/));
+  });
+});
+
+describe('metricsTarget', () => {
+  it('sends /metrics to the first agent and /metrics/<n> to the n-th, nothing else', () => {
+    expect(metricsTarget('/metrics')).toBe(0);
+    expect(metricsTarget('/metrics?x=1')).toBe(0);
+    expect(metricsTarget('/metrics/2')).toBe(1);
+    expect(metricsTarget('/metricsx')).toBeNull();
+    expect(metricsTarget('/v0/metrics')).toBeNull();
   });
 });

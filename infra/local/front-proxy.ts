@@ -33,6 +33,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
+import type { Log } from '../../shared/log.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
 import { corsAnswerHeaders, NO_CORS, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
@@ -43,14 +44,20 @@ export interface FrontTargets {
   handlers: string;
   /** The host agents' `/v2` listeners (their registered `dataplane_url`s), taken in turn. */
   dataplane: string | string[];
+  /**
+   * The host agents' metrics listeners: `{base_url}/metrics` is the first one's exposition and
+   * `/metrics/<n>` the n-th's (docs/observability.md "Metrics"). Local only: production keeps them
+   * off the public origin.
+   */
+  metrics?: string[];
 }
 
 /** Options of the front. */
 export interface FrontOptions {
   host: string;
   port: number;
-  /** Receives one line per request, and the front's failures. */
-  log: (line: string) => void;
+  /** Receives one line per request (level `debug`: the handlers and agents log their own), and the front's failures. */
+  log: Log;
   /** Connections to the handlers for ordinary requests (event streams and object bytes have no bound). */
   handlerConnections?: number;
   /**
@@ -94,6 +101,13 @@ function neverConnected(err: UpstreamError): boolean {
   return code === 'ECONNREFUSED' || code === 'UND_ERR_CONNECT_TIMEOUT';
 }
 
+/** Which agent's metrics `path` asks for (0-based): `/metrics` the first, `/metrics/<n>` the n-th; null for any other path. */
+export function metricsTarget(path: string): number | null {
+  const m = /^\/metrics(?:\/(\d{1,2}))?\/?(?:\?.*)?$/.exec(path);
+  if (!m) return null;
+  return m[1] === undefined ? 0 : Math.max(0, Number(m[1]) - 1);
+}
+
 /** True for `/v2`, `/v2/...` and `/v2?...`: the data plane. */
 export function isDataPlane(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?');
@@ -129,6 +143,7 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
     downUntil: 0,
   }));
   const handlers = new Pool(targets.handlers, options(handlerConnections, HEADERS_MS));
+  const metrics = (targets.metrics ?? []).map((url) => ({ url, pool: new Pool(url, options(4, HEADERS_MS)) }));
   // No bound and no idle timeout: a subscription may stay open and silent for as long as it likes.
   const longLived = new Pool(targets.handlers, options(null, 0));
   const oneShot = new Set<Client>();
@@ -157,6 +172,12 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
    */
   async function send(req: IncomingMessage, res: ServerResponse, method: string, path: string, headers: string[], hasBody: boolean): Promise<void> {
     const dataPlane = isDataPlane(path);
+    const scrape = metricsTarget(path);
+    if (scrape !== null) {
+      if (!metrics[scrape]) throw new ServiceError('not_found', `no host agent ${scrape + 1} in this stack`);
+      await forward(metrics[scrape]!.pool, req, res, { method, path: '/metrics', headers, body: null });
+      return;
+    }
     const tried = new Set<number>();
     let retry: Client | null = null;
     // The body is read only once a connection is made: until the first chunk is pulled the
@@ -215,7 +236,7 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
     // One line per request; never the query (it may hold a ticket) nor any header.
     res.once('close', () => {
       const status = res.headersSent ? String(res.statusCode) : 'closed';
-      log(`front: ${method} ${refused ? '(not a path)' : path.split('?', 1)[0]} ${status} ${(performance.now() - started).toFixed(1)} ms`);
+      log(`front: ${method} ${refused ? '(not a path)' : path.split('?', 1)[0]} ${status} ${(performance.now() - started).toFixed(1)} ms`, { level: 'debug', event: 'front' });
     });
     if (refused) return fail(req, res, refused, cors);
     const cl = req.headers['content-length'];
@@ -243,6 +264,7 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
       await Promise.all([
         closed,
         ...planes.map((p) => p.pool.destroy()),
+        ...metrics.map((m) => m.pool.destroy()),
         handlers.destroy(),
         longLived.destroy(),
         ...[...oneShot].map((c) => c.destroy()),

@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadSettings, type Settings } from '../../shared/config.ts';
+import type { Log } from '../../shared/log.ts';
 import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { parseCorsOrigins } from '../../shared/http/cors.ts';
@@ -48,7 +49,7 @@ export interface StackOptions {
    * that is free, else a free one.
    */
   dynamoPort?: number;
-  log?: (line: string) => void;
+  log?: Log;
   /** Pass the agent's stderr through (npm start) or collect it (tests). */
   agentOutput?: 'inherit' | 'collect';
   /** How many host agents to run (default 1). */
@@ -70,6 +71,8 @@ export interface StackAgent {
   log: () => string;
   internalUrl: string;
   dataplaneUrl: string;
+  /** Its Prometheus listener (`GET /metrics`), from its ready line. */
+  metricsUrl: string;
 }
 
 /** A running stack. */
@@ -202,7 +205,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const p = settings.SVCD_PORT + offset;
       return settings.SVCD_PORT !== 0 && p <= 65535 && (await portIsFree(host, p)) ? p : 0;
     };
-    for (const [setting, offset] of [['SVCD_AGENT_PORT', 1], ['SVCD_DATAPLANE_PORT', 2]] as const) {
+    for (const [setting, offset] of [['SVCD_AGENT_PORT', 1], ['SVCD_DATAPLANE_PORT', 2], ['SVCD_METRICS_PORT', 4]] as const) {
       if (fromEnv[setting] === undefined) env[setting] = String(await follow(offset, settings.SVCD_AGENT_HOST));
       else if (settings[setting]) await assertPortFree(settings.SVCD_AGENT_HOST, settings[setting], setting);
     }
@@ -232,7 +235,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         continue;
       }
       // Its own root (so its own id) and free ports; an id or URLs set for the stack are the first agent's.
-      const e: Record<string, string> = { ...childEnv, SVCD_ROOT: join(dir, `agent-${i + 1}`), SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' };
+      const e: Record<string, string> = { ...childEnv, SVCD_ROOT: join(dir, `agent-${i + 1}`), SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_METRICS_PORT: '0' };
       delete e.SVCD_AGENT_ID;
       delete e.SVCD_AGENT_URL;
       delete e.SVCD_DATAPLANE_URL;
@@ -250,7 +253,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         const ready = await awaitReadyLine(spawned.child, 'host agent', 60_000, spawned.output);
         const registered = await getAgent(db, String(ready.agent_id));
         if (!registered) throw new Error(`host agent ${String(ready.agent_id)} is not registered`);
-        log(`stack: host agent ${registered.agent_id} ready at ${registered.internal_url} (/v2 at ${registered.dataplane_url})`);
+        log(`stack: host agent ${registered.agent_id} ready at ${registered.internal_url} (/v2 at ${registered.dataplane_url}, metrics at ${String(ready.metrics_url)})`, { level: 'info', event: 'agent_ready' });
         return {
           id: registered.agent_id,
           root: resolve(REPO_ROOT, agentEnv.SVCD_ROOT!),
@@ -258,6 +261,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           log: spawned.output,
           internalUrl: registered.internal_url,
           dataplaneUrl: registered.dataplane_url,
+          metricsUrl: String(ready.metrics_url),
         };
       } catch (err) {
         if (!exited()) await stopChild(spawned.child, 5_000);
@@ -270,6 +274,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const current = agents[index];
       if (current && e.SVCD_AGENT_PORT === '0') e.SVCD_AGENT_PORT = new URL(current.internalUrl).port;
       if (current && e.SVCD_DATAPLANE_PORT === '0') e.SVCD_DATAPLANE_PORT = new URL(current.dataplaneUrl).port;
+      if (current && e.SVCD_METRICS_PORT === '0') e.SVCD_METRICS_PORT = new URL(current.metricsUrl).port;
       return e;
     };
 
@@ -330,7 +335,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const workerReady = await awaitReadyLine(worker.child, 'worker host (miniflare)', 60_000, worker.output);
     record();
     const front = await startFront(
-      { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl) },
+      { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl), metrics: agents.map((a) => a.metricsUrl) },
       { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log, cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS) },
     );
     cleanups.push(() => front.close());

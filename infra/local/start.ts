@@ -5,6 +5,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createNodeLog } from '../../shared/log-node.ts';
 import { displayDir } from './lock.ts';
 import { killTreeHard } from './processes.ts';
 import { REPO_ROOT, startStack } from './stack.ts';
@@ -93,6 +94,16 @@ const shutdown = (signal: string) => {
 // Installed before anything starts, so a signal during start-up still stops what has started.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
 
+// The supervisor's own lines (and the front's), like every process of the stack: readable on a
+// terminal, JSON otherwise (SVCD_LOG_FORMAT, SVCD_LOG_LEVEL; docs/observability.md "Logs"). The
+// stack validates every setting itself; a bad one here falls back until it fails there.
+const pick = <const T extends string>(value: string | undefined, allowed: readonly T[], fallback: T): T => (allowed.includes(value as T) ? (value as T) : fallback);
+const { log } = createNodeLog({
+  service: 'stack',
+  level: pick(process.env.SVCD_LOG_LEVEL, ['debug', 'info', 'warn', 'error'] as const, 'info'),
+  format: pick(process.env.SVCD_LOG_FORMAT, ['auto', 'json', 'pretty'] as const, 'auto'),
+});
+
 const dir = flags.dir ? resolve(flags.dir) : join(REPO_ROOT, '.svc');
 try {
   const stack = await startStack({
@@ -103,7 +114,7 @@ try {
     agents,
     restartAgents: true,
     agentOutput: 'inherit',
-    log: (line) => console.error(line),
+    log,
   });
   stopStack = stack.stop;
   if (firstSignalAt !== undefined) await stack.stop().then(stopped(0), stopped(1));

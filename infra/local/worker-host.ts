@@ -8,7 +8,11 @@
  * outlives the stack (docs/local-stack.md "Processes").
  */
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { Miniflare } from 'miniflare';
+import { prettyFactory } from 'pino-pretty';
+import { PRETTY } from '../../shared/log-node.ts';
 import { ConfigError, loadSettings } from '../../shared/config.ts';
 import { REPO_ROOT } from './paths.ts';
 
@@ -24,6 +28,17 @@ try {
     bindings,
     host: settings.SVCD_HOST,
     port: settings.SVCD_PORT,
+    // The handlers' JSON lines (shared/log.ts consoleLog) go to this process's stderr, readable on a
+    // terminal (docs/observability.md "Logs"); stdout carries only the ready line.
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      const readable = settings.SVCD_LOG_FORMAT === 'pretty' || (settings.SVCD_LOG_FORMAT === 'auto' && process.stderr.isTTY === true);
+      const pretty = readable ? prettyFactory({ ...PRETTY, colorize: process.stderr.isTTY === true }) : null;
+      for (const stream of [stdout, stderr]) {
+        createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+          process.stderr.write(pretty && line.startsWith('{') ? pretty(line) : `${line}\n`);
+        });
+      }
+    },
   });
   let leaving = false;
   const leave = () => {
