@@ -4,6 +4,7 @@ import { build } from 'esbuild';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildConsole, consoleAssetsPlugin } from './console/build.mjs';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, 'dist');
@@ -22,9 +23,11 @@ const sdkXmlParser = {
 };
 
 const started = Date.now();
+// The web console (docs/console.md): built first, then embedded in every handlers bundle below.
+const consoleAssets = consoleAssetsPlugin(await buildConsole(root, join(out, 'console')));
 await build({
   entryPoints: [join(root, 'handlers/worker.ts')],
-  plugins: [sdkXmlParser],
+  plugins: [sdkXmlParser, consoleAssets],
   outfile: join(out, 'worker.js'),
   bundle: true,
   format: 'esm',
@@ -51,8 +54,9 @@ for (const [entry, outfile] of [
     target: 'node24',
     sourcemap: 'linked',
     logLevel: 'warning',
+    plugins: [consoleAssets],
     // Bundled CommonJS dependencies may call require() for Node built-ins.
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
 }
-console.log(`build: dist/worker.js, dist/gateway.mjs, dist/node-server.mjs in ${Date.now() - started} ms`);
+console.log(`build: dist/console/, dist/worker.js, dist/gateway.mjs, dist/node-server.mjs in ${Date.now() - started} ms`);

@@ -41,6 +41,19 @@ describe('PlacementCache', () => {
     expect(cache.agentRecord('agt_a', Infinity)).toBeUndefined();
   });
 
+  it('forgets a deleted project whole, and nothing of any other', () => {
+    const cache = new PlacementCache();
+    cache.rememberPlacement('prj_1', 'agt_a');
+    cache.rememberOwner('prj_1', 'acct_x');
+    cache.rememberOwner('prj_2', 'acct_x');
+    cache.rememberAgent(agent('agt_a'));
+    cache.forgetProject('prj_1');
+    expect(cache.placementOf('prj_1')).toBeUndefined();
+    expect(cache.ownerOf('prj_1')).toBeUndefined();
+    expect(cache.ownerOf('prj_2')).toBe('acct_x');
+    expect(cache.agentRecord('agt_a', Infinity)).toBeDefined();
+  });
+
   it('keeps at most maxEntries, dropping the least recently used', () => {
     const cache = new PlacementCache({ maxEntries: 3 });
     cache.rememberPlacement('prj_1', 'agt_a');

@@ -62,6 +62,15 @@ export class PlacementCache {
     this.set(`o:${projectId}`, { kind: 'owner', accountId });
   }
 
+  /**
+   * Forgets what is remembered of a deleted project (docs/lifecycle.md "Deleting a project"), so no
+   * request of this isolate starts on it before its project is read (an early blob write).
+   */
+  forgetProject(projectId: string): void {
+    this.entries.delete(`p:${projectId}`);
+    this.entries.delete(`o:${projectId}`);
+  }
+
   /** Forgets an agent's record (it did not answer). */
   forgetAgent(agentId: string): void {
     this.entries.delete(`a:${agentId}`);

@@ -14,5 +14,6 @@ import { callAgent, deletionOf, type LifecycleCall } from './lifecycle.ts';
 /** Deletes the caller's project; answers it as it was last, its engine stopped. */
 export async function deleteProject(deps: Deps, call: LifecycleCall): Promise<Project> {
   const answer = await callAgent<ProjectDeletedAnswer>(deps, call, 'delete', { ...deletionOf(call) });
+  deps.placement.forgetProject(call.project.id);
   return projectView({ ...call.project, state: answer.state, updated_at: answer.deleted_at });
 }
