@@ -19,6 +19,12 @@ export interface SubscribeOptions extends Omit<CallOptions, 'timeoutMs'> {
   idleTimeoutMs?: number;
   /** Longest wait between two attempts (default 10000). */
   maxBackoffMs?: number;
+  /**
+   * Opens each connection with a single-use ticket in the URL instead of the `Authorization` header
+   * (docs/realtime.md "Browsers: tickets"); default: in browsers, where `EventSource`-style requests
+   * without custom headers need no CORS preflight.
+   */
+  tickets?: boolean;
 }
 
 const DEFAULT_IDLE_MS = 45_000;
@@ -37,6 +43,8 @@ async function* events(transport: Transport, projectId: string, channels: readon
   const { signal } = options;
   const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
   const maxBackoff = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
+  const tickets = options.tickets ?? typeof (globalThis as { document?: unknown }).document !== 'undefined';
+  const base = `/v0/projects/${encodeURIComponent(projectId)}/realtime`;
   let attempt = 0;
   for (;;) {
     signal?.throwIfAborted();
@@ -46,13 +54,18 @@ async function* events(transport: Transport, projectId: string, channels: readon
     signal?.addEventListener('abort', onAbort, { once: true });
     let failure: unknown = new Error('the stream ended');
     try {
+      // A ticket opens one connection only: each attempt asks for a fresh one.
+      const ticket = tickets
+        ? (await transport.json<{ ticket: string }>({ method: 'POST', path: `${base}/tickets`, json: { channels: [...channels] }, auth: 'either' }, { signal: connection.signal }))
+            .ticket
+        : null;
       const answer = await transport.send(
         {
           method: 'GET',
-          path: `/v0/projects/${encodeURIComponent(projectId)}/realtime/subscribe`,
-          query: { channel: [...channels] },
+          path: `${base}/subscribe`,
+          query: ticket ? { channel: [...channels], ticket } : { channel: [...channels] },
           headers: { accept: 'text/event-stream' },
-          auth: 'either',
+          auth: ticket ? 'none' : 'either',
           streaming: true,
         },
         { signal: connection.signal },

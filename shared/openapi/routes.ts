@@ -108,6 +108,30 @@ export const ROUTE_DOCS: RouteDocs = {
     access: 'none',
     answers: { 200: { description: 'the document', content: { type: 'application/json', description: 'an OpenAPI 3.1 document' } } },
   },
+  'GET /console': {
+    tag: 'service',
+    summary: 'The web console',
+    description:
+      'No credential: the page signs in through this API. `/console/` is the page (static, embedded in the handlers bundle by build.mjs; ' +
+      '404 when run from source); `/console` without the slash is 308 to it (docs/console.md).',
+    access: 'none',
+    answers: {
+      200: { description: 'the page (`/console/`)', content: { type: 'text/html', description: 'the console page' }, headers: { ETag: 'validator', 'Content-Security-Policy': 'this origin only' } },
+      304: { description: 'not modified (If-None-Match)' },
+      308: { description: '`/console` to `/console/`', headers: { Location: '`/console/`' } },
+    },
+  },
+  'GET /console/:file': {
+    tag: 'service',
+    summary: 'A script or stylesheet of the web console',
+    description: 'No credential. Names carry their content hash and are cached for a year (docs/console.md).',
+    access: 'none',
+    params: { file: z.string() },
+    answers: {
+      200: { description: 'the file', content: { type: 'text/javascript', description: 'a script or a stylesheet' }, headers: { ETag: 'validator' } },
+      304: { description: 'not modified (If-None-Match)' },
+    },
+  },
 
   // Accounts ---------------------------------------------------------------------------------------
   'POST /v0/signup': {

@@ -5,6 +5,7 @@
  * and no long-lived credential in a URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../client/index.ts';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp, type App } from '../../handlers/index.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
@@ -189,5 +190,36 @@ describe('long-lived credentials in a URL', () => {
       expect(message).toMatch(new RegExp(`^${name}: credentials are not accepted in a URL`));
       expect(message).not.toContain(value);
     }
+  });
+});
+
+describe('the SDK with tickets (what it does in browsers)', () => {
+  it('subscribes through a fresh ticket per connection, never a credential in the URL', async () => {
+    const urls: string[] = [];
+    const client = createClient({
+      baseUrl: 'http://svc.test',
+      token,
+      fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
+        const request = new Request(input, init);
+        urls.push(`${request.method} ${new URL(request.url).pathname}${new URL(request.url).search}`);
+        return svc.app.fetch(request);
+      }) as typeof fetch,
+    });
+    const abort = new AbortController();
+    const opened = new Promise<void>((resolve) => {
+      void (async () => {
+        const events = client.project(project).realtime.subscribe(['sdk'], { tickets: true, signal: abort.signal, onOpen: resolve });
+        try {
+          for await (const event of events) if (event.event === 'done') abort.abort();
+        } catch {
+          // aborted
+        }
+      })();
+    });
+    await opened;
+    expect(urls[0]).toBe(`POST /v0/projects/${project}/realtime/tickets`);
+    expect(urls[1]).toMatch(new RegExp(`^GET /v0/projects/${project}/realtime/subscribe\\?channel=sdk&ticket=rtt_[0-9a-f]{64}$`));
+    await client.project(project).realtime.publish('sdk', 'done');
+    abort.abort();
   });
 });

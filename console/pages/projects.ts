@@ -1,0 +1,51 @@
+/** `#/projects`: the account's projects, page by page, and a form to create one (docs/console.md "Pages"). */
+import { html } from 'htm/preact';
+import type { VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import type { SvcClient } from '../../client/index.ts';
+import { hrefOf, navigate } from '../router.ts';
+import { Busy, ErrorBox, Pager, StateBadge, Time, useAction, usePager } from '../ui.ts';
+
+/** The projects page. */
+export function Projects({ client }: { client: SvcClient }): VNode {
+  const pager = usePager(async (cursor) => {
+    const page = await client.projects.list({ limit: 20, ...(cursor ? { cursor } : {}) }).first();
+    return { items: page.projects, next: page.next_cursor };
+  }, []);
+  const [name, setName] = useState('');
+  const create = useAction(async () => {
+    const project = await client.projects.create({ name });
+    setName('');
+    navigate({ page: 'project', id: project.id, tab: 'overview' });
+  });
+  return html`<div data-test="page-projects">
+    <h1>Projects</h1>
+    <div class="panel">
+      <form class="row" onSubmit=${(e: Event) => (e.preventDefault(), void create.run())}>
+        <input name="project_name" placeholder="Project name" value=${name} onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} maxlength="64" required />
+        <button class="primary" type="submit" disabled=${create.busy} data-test="create-project">${create.busy ? 'Creating…' : 'Create project'}</button>
+      </form>
+      <p class="muted">A new project reserves a tenant; its engine starts on the first wake-up.</p>
+      <${ErrorBox} error=${create.error} />
+    </div>
+    <${ErrorBox} error=${pager.action.error} />
+    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading projects…<//>` : null}
+    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No project yet: create your first one above.</p>` : null}
+    ${pager.items && pager.items.length > 0
+      ? html`<table data-test="projects-table">
+          <thead><tr><th>Name</th><th>Id</th><th>State</th><th>Created</th></tr></thead>
+          <tbody>
+            ${pager.items.map(
+              (p) => html`<tr key=${p.id}>
+                <td><a href=${hrefOf({ page: 'project', id: p.id, tab: 'overview' })} data-test="project-link">${p.name}</a></td>
+                <td class="mono">${p.id}</td>
+                <td><${StateBadge} state=${p.state} /></td>
+                <td><${Time} at=${p.created_at} /></td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+      : null}
+    <${Pager} pager=${pager} />
+  </div>`;
+}
