@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayEvent, GatewayResult } from '../../handlers/gateway.ts';
 import { REPO } from '../helpers/env.ts';
+import { AnswerChecker } from '../helpers/openapi.ts';
 import { gatewayEvent as event } from '../helpers/gateway-event.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
@@ -24,5 +25,11 @@ describe('the built bundle dist/gateway.mjs', () => {
     expect(r.statusCode).toBe(201);
     const health = await mod.handler(event('GET', '/v0/health'));
     expect(JSON.parse(health.body).status).toBe('ok');
+    // Its answers fit the document it serves (test/helpers/openapi.ts).
+    const doc = await mod.handler(event('GET', '/v0/openapi.json'));
+    expect(doc.statusCode).toBe(200);
+    const checker = new AnswerChecker(JSON.parse(doc.body));
+    checker.expectFits('POST', '/v0/signup', r.statusCode, JSON.parse(r.body));
+    checker.expectFits('GET', '/v0/health', health.statusCode, JSON.parse(health.body));
   });
 });

@@ -2,6 +2,7 @@
  * End to end: `infra/local/start.ts` (what `npm start` runs) as a real process tree — DynamoDB
  * Local, the host agent, the handlers bundle in miniflare — driven over HTTP only.
  */
+import { checkedJson } from '../helpers/openapi.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -73,7 +74,7 @@ describe('the local stack', () => {
 
     const su = await fetch(`${s.url}/v0/signup`, { method: 'POST', body: '{}' });
     expect(su.status).toBe(201);
-    account = (await su.json()) as typeof account;
+    account = (await checkedJson(s.url, 'POST', '/v0/signup', su)) as typeof account;
 
     const cp = await fetch(`${s.url}/v0/projects`, {
       method: 'POST',
@@ -81,12 +82,18 @@ describe('the local stack', () => {
       body: JSON.stringify({ name: 'e2e' }),
     });
     expect(cp.status).toBe(201);
-    project = (await cp.json()) as typeof project;
+    project = (await checkedJson(s.url, 'POST', '/v0/projects', cp)) as typeof project;
 
     const gp = await fetch(`${s.url}/v0/projects/${project.id}`, { headers: { authorization: `Bearer ${account.token}` } });
     expect(gp.status).toBe(200);
     expect(gp.headers.get('x-request-id')).toMatch(/^req_/);
-    expect(((await gp.json()) as any).state).toBe('stopped');
+    expect(((await checkedJson(s.url, 'GET', `/v0/projects/${project.id}`, gp)) as any).state).toBe('stopped');
+    expect((await checkedJson(s.url, 'GET', '/v0/health', health.clone())).status).toBe('ok');
+
+    // The agent's metrics through the one origin (docs/observability.md "Metrics").
+    const scrape = await fetch(`${s.url}/metrics`);
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^svc_agent_tenants_running 0$/m);
 
     // A second stack (on another directory: this one is held) on the same port fails with one
     // line naming the port and the setting.

@@ -6,6 +6,7 @@
  *
  * Heartbeats every 300 ms and staleness after 1.5 s, so killing an agent shows within seconds.
  */
+import { checkedJson } from '../helpers/openapi.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,7 +44,8 @@ async function call(method: string, path: string, body?: unknown, auth = token):
 async function ok(method: string, path: string, body?: unknown): Promise<any> {
   const r = await call(method, path, body);
   expect(r.status, `${method} ${path}: ${r.status}`).toBeLessThan(300);
-  return r.json();
+  // Checked against the service's OpenAPI document (test/helpers/openapi.ts).
+  return checkedJson(stack.url, method, path, r);
 }
 
 async function createProject(name: string): Promise<{ id: string; agent: string }> {
@@ -264,7 +266,7 @@ describe('an agent that dies', () => {
     ] as const) {
       const r = await call(method, path);
       expect(r.status, `${method} ${path}`).toBe(503);
-      const body = (await r.json()) as { error: { code: string; message: string } };
+      const body = (await checkedJson(stack.url, method, path, r)) as { error: { code: string; message: string } };
       expect(body.error.code).toBe('orchestrator_unavailable');
       expect(body.error.message).toMatch(/not answering/);
     }

@@ -1,4 +1,5 @@
 /** The Node entry (dist/node-server.mjs): the same handlers as a long-lived server, over HTTP only. */
+import { checkedJson } from '../helpers/openapi.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,12 +32,12 @@ describe('Node entry', () => {
     // No host agent is registered in this deployment: the handlers answer, and say so (handlers/routes/health.ts).
     const health = await fetch(`${url}/v0/health`);
     expect(health.status).toBe(503);
-    expect(await health.json()).toMatchObject({ error: { code: 'orchestrator_unavailable' }, status: 'degraded', agents: { live: 0, total: 0 } });
+    expect(await checkedJson(url, 'GET', '/v0/health', health)).toMatchObject({ error: { code: 'orchestrator_unavailable' }, status: 'degraded', agents: { live: 0, total: 0 } });
     const su = await fetch(`${url}/v0/signup`, { method: 'POST', body: '{}' });
     expect(su.status).toBe(201);
-    const { token } = (await su.json()) as { token: string };
+    const { token } = (await checkedJson(url, 'POST', '/v0/signup', su)) as { token: string };
     const list = await fetch(`${url}/v0/projects`, { headers: { authorization: `Bearer ${token}` } });
-    expect(await list.json()).toEqual({ projects: [], next_cursor: null });
+    expect(await checkedJson(url, 'GET', '/v0/projects', list)).toEqual({ projects: [], next_cursor: null });
     const missing = await fetch(`${url}/v0/nope`);
     expect(missing.status).toBe(404);
     expect(missing.headers.get('x-request-id')).toMatch(/^req_/);

@@ -4,6 +4,7 @@
  * S3's XML, stream bodies and their lengths, FixedLengthStream), so the byte paths are run through
  * it: with and without a length (multipart on s3), ranges, 413 both ways, an odd key.
  */
+import { checkedJson } from '../helpers/openapi.ts';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
@@ -37,7 +38,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
       log: () => {},
     });
     const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      (await (await fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).json()) as Record<string, string>;
+      (await checkedJson(stack.url, 'POST', path, await fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }))) as Record<string, string>;
     const { token } = await post('/v0/signup', {});
     auth = { authorization: `Bearer ${token}` };
     const { id } = await post('/v0/projects', { name: 'workerd' }, auth);
@@ -48,12 +49,14 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
     await stack?.stop();
     dir?.cleanup();
   });
+  // Every JSON answer is checked against the service's OpenAPI document (test/helpers/openapi.ts).
+  const checked = (method: string, r: Response) => checkedJson(stack.url, method, new URL(r.url).pathname, r);
 
   it('stores and serves bytes sent with a length, and serves ranges of them', async () => {
     const data = patternBytes(3 * MiB + 7, 1);
     const put = await fetch(`${base}/objects/wdb/dir/a%20b%3F%23.bin`, { method: 'PUT', headers: { ...auth, 'content-type': 'image/png' }, body: data });
     expect(put.status).toBe(201);
-    const row = (await put.json()) as Record<string, any>;
+    const row = (await checked('PUT', put)) as Record<string, any>;
     expect(row).toMatchObject({ key: 'dir/a b?#.bin', size: data.byteLength, content_type: 'image/png', backend });
     if (backend === 'fs') expect(row.etag).toBe(createHash('sha256').update(data).digest('hex'));
     else expect(row.etag).toBe(createHash('md5').update(data).digest('hex'));
@@ -77,7 +80,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
     const data = patternBytes(17 * MiB + 3, 2);
     const put = await fetch(`${base}/objects/wdb/streamed`, { method: 'PUT', headers: auth, body: webStreamOf(data, 256 * 1024), duplex: 'half' } as RequestInit);
     expect(put.status).toBe(201);
-    expect(((await put.json()) as any).size).toBe(data.byteLength);
+    expect(((await checked('PUT', put)) as any).size).toBe(data.byteLength);
     const get = await fetch(`${base}/objects/wdb/streamed`, { headers: auth });
     expect(createHash('sha256').update(new Uint8Array(await get.arrayBuffer())).digest('hex')).toBe(createHash('sha256').update(data).digest('hex'));
   });
@@ -87,8 +90,8 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
     expect(declared.status).toBe(413);
     const counted = await fetch(`${base}/objects/wdb/big`, { method: 'PUT', headers: auth, body: webStreamOf(new Uint8Array(33 * MiB), 256 * 1024), duplex: 'half' } as RequestInit);
     expect(counted.status).toBe(413);
-    expect(((await counted.json()) as any).error.code).toBe('payload_too_large');
-    const list = (await (await fetch(`${base}/objects?bucket=wdb`, { headers: auth })).json()) as any;
+    expect(((await checked('PUT', counted)) as any).error.code).toBe('payload_too_large');
+    const list = (await checked('GET', await fetch(`${base}/objects?bucket=wdb`, { headers: auth }))) as any;
     expect(list.objects.map((o: any) => o.key)).not.toContain('big');
   });
 
@@ -96,6 +99,7 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
     await fetch(`${base}/objects/wdb/gone`, { method: 'PUT', headers: auth, body: patternBytes(10, 3) });
     const d = await fetch(`${base}/objects`, { method: 'DELETE', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ bucket: 'wdb', key: 'gone' }) });
     expect(d.status).toBe(200);
+    expect(await checked('DELETE', d)).toMatchObject({ bucket: 'wdb', key: 'gone' });
     expect((await fetch(`${base}/objects/wdb/gone`, { headers: auth })).status).toBe(404);
   });
 });
