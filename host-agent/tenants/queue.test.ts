@@ -1,4 +1,4 @@
-/** The per-project queue: one operation at a time per project, projects independent, refusal at shutdown. */
+/** The per-project queue: one operation at a time per project, projects independent, refusal at shutdown and after a deletion. */
 import { describe, expect, it } from 'vitest';
 import { ProjectQueue } from './queue.ts';
 
@@ -40,6 +40,26 @@ describe('ProjectQueue', () => {
     expect(await queue.run(B, async () => 'b')).toBe('b');
     blocked.open();
     await slow;
+  });
+
+  it('refuses every later operation on a retired (deleted) project with 404, those already queued too', async () => {
+    const queue = new ProjectQueue();
+    const behind = gate();
+    const deletion = queue.run(A, async () => {
+      await behind.opened;
+      queue.retire(A);
+      return 'deleted';
+    });
+    let ran = false;
+    const queuedBehind = queue.run(A, async () => {
+      ran = true;
+    });
+    behind.open();
+    expect(await deletion).toBe('deleted');
+    await expect(queuedBehind).rejects.toMatchObject({ code: 'not_found' });
+    await expect(queue.run(A, async () => 'later')).rejects.toMatchObject({ code: 'not_found' });
+    expect(ran).toBe(false);
+    expect(await queue.run(B, async () => 'b')).toBe('b');
   });
 
   it('refuses new operations once closed, and the close waits for those queued before', async () => {
