@@ -44,12 +44,18 @@ async function disposableSession(): Promise<string> {
   return ((await r.json()) as { token: string }).token;
 }
 
+/** A project of its own for the route that deletes the project it is given, so the suite's stays. */
+async function disposableProject(): Promise<string> {
+  const r = await svc.request('POST', '/v0/projects', { token, body: { name: 'disposable' } });
+  return ((await r.json()) as { id: string }).id;
+}
+
 /** Fills a route pattern's parameters: the real project id for `:id` half the time, random otherwise. */
-function pathFor(pattern: string, params: string[], useProject: boolean, query: string): string {
+function pathFor(pattern: string, params: string[], useProject: boolean, query: string, project = projectId): string {
   let i = 0;
   const filled = pattern.replace(/:(\w+)\+?/g, (_m, name: string) => {
     const v = params[i++ % params.length] ?? 'x';
-    return name === 'id' && useProject ? projectId : v;
+    return name === 'id' && useProject ? project : v;
   });
   return filled + query;
 }
@@ -73,8 +79,9 @@ describe('every route under random input', () => {
             else if (auth !== undefined) headers.authorization = auth;
             if (ctype) headers['content-type'] = ctype;
             const m = method === 'ALL' ? 'POST' : method;
+            const project = m === 'DELETE' && pattern === '/v0/projects/:id' && useProject ? await disposableProject() : projectId;
             const r = await svc.app.fetch(
-              new Request(`http://svc.test${pathFor(pattern, params, useProject, query)}`, {
+              new Request(`http://svc.test${pathFor(pattern, params, useProject, query, project)}`, {
                 method: m,
                 headers,
                 body: m === 'GET' || m === 'HEAD' ? undefined : payload,
@@ -108,7 +115,7 @@ const WELL_FORMED: Record<string, () => string> = {
   snapshot_id: () => 'snap_0000000000000000',
 };
 /** Parameters some route knows (docs/api.md "Decisions"). */
-const KNOWN = new Set(['limit', 'cursor', 'bucket', 'channel']);
+const KNOWN = new Set(['limit', 'cursor', 'bucket', 'channel', 'project']);
 
 describe('every route under an unknown query parameter', () => {
   it('answers 400 naming it, whatever else the request holds', async () => {
