@@ -19,7 +19,8 @@ import { createKeyRequestSchema, issuedKeySchema, keyIdSchema, keyListSchema, ke
 import { headAnswerSchema } from '../schemas/lifecycle.ts';
 import { logsAnswerSchema, logsQuerySchema } from '../schemas/logs.ts';
 import { pageQuerySchema } from '../schemas/pagination.ts';
-import { createProjectRequestSchema, projectIdSchema, projectListSchema, projectSchema } from '../schemas/projects.ts';
+import { createProjectRequestSchema, projectIdSchema, projectListSchema, projectSchema, renameProjectRequestSchema } from '../schemas/projects.ts';
+import { accountReceiptsQuerySchema } from '../schemas/project-delete.ts';
 import { publishRequestSchema, realtimeEventSchema, realtimeTicketSchema, subscribeQuerySchema, ticketRequestSchema } from '../schemas/realtime.ts';
 import { receiptListSchema } from '../schemas/receipts.ts';
 import { putSecretRequestSchema, secretListSchema, secretMetadataSchema, secretNameSchema } from '../schemas/secrets.ts';
@@ -38,6 +39,7 @@ import {
   bucketListSchema,
   bucketNameSchema,
   bucketSchema,
+  deleteBucketQuerySchema,
   deleteObjectRequestSchema,
   downloadTicketRequestSchema,
   downloadTicketSchema,
@@ -206,6 +208,26 @@ export const ROUTE_DOCS: RouteDocs = {
     errors: [503],
   },
 
+  'PATCH /v0/projects/:id': {
+    tag: 'projects',
+    summary: 'Rename a project',
+    description: 'The name follows the rule of creation and is kept exactly as given; answered as GET answers (the state reconciled by the project\'s agent, so 503 when that agent is not live, and nothing is renamed).',
+    access: 'session',
+    params: project,
+    body: renameProjectRequestSchema,
+    answers: { 200: { description: 'the project', json: projectSchema } },
+    errors: [413, 503],
+  },
+  'DELETE /v0/projects/:id': {
+    tag: 'projects',
+    summary: 'Delete a project and everything it holds',
+    description: 'Owner session only: its engine, data directory, snapshots, keys, buckets and objects; receipted. At once every project route answers 404 and `/v2` with its keys 401 (docs/lifecycle.md).',
+    access: 'session',
+    params: project,
+    answers: { 200: { description: 'the project as it was', json: projectSchema } },
+    errors: [409, 502, 503],
+  },
+
   // Lifecycle --------------------------------------------------------------------------------------
   'POST /v0/projects/:id/wakeup': {
     tag: 'lifecycle',
@@ -341,6 +363,16 @@ export const ROUTE_DOCS: RouteDocs = {
     params: { ...project, bucket: bucketNameSchema },
     answers: { 201: { description: 'created', json: bucketSchema }, 200: { description: 'already there', json: bucketSchema } },
   },
+  'DELETE /v0/projects/:id/storage/buckets/:bucket': {
+    tag: 'storage',
+    summary: 'Delete a bucket',
+    description: 'An empty bucket, or with `force` every object in it too (receipted per object).',
+    access: 'session',
+    params: { ...project, bucket: bucketNameSchema },
+    query: deleteBucketQuerySchema,
+    answers: { 200: { description: 'the deleted bucket', json: bucketSchema } },
+    errors: [409, 502, 503],
+  },
   'GET /v0/projects/:id/storage/buckets': {
     tag: 'storage',
     summary: 'List buckets',
@@ -382,7 +414,17 @@ export const ROUTE_DOCS: RouteDocs = {
   },
   'GET /v0/projects/:id/storage/objects/:bucket/:key+': objectRead(true),
   'HEAD /v0/projects/:id/storage/objects/:bucket/:key+': objectRead(false),
+  'DELETE /v0/projects/:id/storage/objects/:bucket/:key+': {
+    tag: 'storage',
+    summary: 'Delete an object by its path',
+    description: 'Removes the catalog row and the blob; receipted. 404 when absent.',
+    access: 'session',
+    params: object,
+    answers: { 200: { description: 'the removed row', json: objectRowSchema } },
+    errors: [502, 503],
+  },
   'PUT /v0/projects/:id/storage/objects/:bucket': noKey('PUT'),
+  'DELETE /v0/projects/:id/storage/objects/:bucket': noKey('DELETE'),
   'GET /v0/projects/:id/storage/objects/:bucket': noKey('GET'),
   'HEAD /v0/projects/:id/storage/objects/:bucket': noKey('HEAD'),
   'GET /v0/projects/:id/storage/objects': {
@@ -483,6 +525,15 @@ export const ROUTE_DOCS: RouteDocs = {
     access: 'session',
     params: project,
     query: pageQuerySchema,
+    answers: { 200: { description: 'a page of receipts', json: receiptListSchema } },
+  },
+
+  'GET /v0/receipts': {
+    tag: 'receipts',
+    summary: 'Receipts of one of your projects, also once it is deleted',
+    description: 'Newest first; `project` names the project (kept for the retention period after a deletion).',
+    access: 'session',
+    query: accountReceiptsQuerySchema,
     answers: { 200: { description: 'a page of receipts', json: receiptListSchema } },
   },
 
