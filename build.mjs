@@ -1,7 +1,8 @@
 // Builds what ships (docs/architecture.md): the handlers bundle for workers (miniflare locally). The host
 // agent and the engine run from source on Node 24 (type stripping), so they need no build step.
 import { build } from 'esbuild';
-import { mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildConsole, consoleAssetsPlugin } from './console/build.mjs';
@@ -60,3 +61,40 @@ for (const [entry, outfile] of [
   });
 }
 console.log(`build: dist/console/, dist/worker.js, dist/gateway.mjs, dist/node-server.mjs in ${Date.now() - started} ms`);
+
+// The SDK and the `svc` CLI (docs/sdk.md "Packaging"): what `npm pack` ships, so they run from the
+// tarball with no loader and no dependency installed: the SDK for browsers and Node ≥ 20 (web APIs
+// only), the CLI for Node ≥ 20 with its libraries bundled in, and the SDK's declarations.
+const clientStarted = Date.now();
+const clientOut = join(out, 'client');
+rmSync(clientOut, { recursive: true, force: true });
+await build({
+  entryPoints: [join(root, 'client/index.ts')],
+  outfile: join(clientOut, 'index.mjs'),
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
+await build({
+  entryPoints: [join(root, 'client/cli/main.ts')],
+  outfile: join(clientOut, 'svc.mjs'),
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+});
+const tsc = spawnSync(join(root, 'node_modules/.bin/tsc'), ['-p', join(root, 'client/tsconfig.types.json')], { stdio: 'inherit' });
+if (tsc.status !== 0) throw new Error(`build: the SDK's declarations failed (tsc exited ${tsc.status})`);
+// The sources import with `.ts`; the declarations sit beside `.d.ts` files, which `.js` specifiers find everywhere.
+for (const file of readdirSync(join(clientOut, 'types'), { recursive: true, encoding: 'utf8' })) {
+  if (!file.endsWith('.d.ts')) continue;
+  const path = join(clientOut, 'types', file);
+  writeFileSync(path, readFileSync(path, 'utf8').replace(/(from\s+['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2'));
+}
+console.log(`build: dist/client/index.mjs, dist/client/svc.mjs and dist/client/types/ in ${Date.now() - clientStarted} ms`);

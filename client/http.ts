@@ -148,6 +148,10 @@ export class Transport {
     const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, body: body as BodyInit | null | undefined, signal };
     // A stream body needs half-duplex in fetch (WHATWG Fetch "duplex").
     if (body instanceof ReadableStream) init.duplex = 'half';
+    // A request with a body never follows a redirect (a 307 or 308 would have to send it again, and a
+    // stream cannot be); with "follow", Node's fetch (undici before 8) also keeps a copy of every
+    // chunk of a streamed body for that case, holding a whole upload in memory.
+    if (body !== undefined && body !== null) init.redirect = 'error';
     let response: Response;
     try {
       response = await this.#fetch(this.url(req.path, req.query), init);

@@ -18,6 +18,8 @@ export interface Pages<P extends AnyPage, T> extends AsyncIterable<P> {
   all(): Promise<T[]>;
   /** The first page only. */
   first(): Promise<P>;
+  /** The items of one of these pages. */
+  itemsOf(page: P): T[];
 }
 
 /** The pages that `fetchPage` answers from `cursor` on; `itemsOf` takes a page's items. */
@@ -46,6 +48,7 @@ export function pages<P extends AnyPage, T>(
       return out;
     },
     first: () => fetchPage(cursor),
+    itemsOf,
   };
 }
 

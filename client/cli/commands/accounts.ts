@@ -1,0 +1,121 @@
+/**
+ * Accounts and credentials (docs/cli.md "Credentials"): `signup`, `login`, `logout`, `whoami`,
+ * `health`. Signup and login store a profile; the account secret is read from stdin or a prompt,
+ * never from an argument.
+ */
+import type { Command } from 'commander';
+import { updateProfile, type Profile } from '../config.ts';
+import { CliError, UsageError } from '../errors.ts';
+import { readLine, readSecret } from '../input.ts';
+import type { Registry } from '../program.ts';
+
+/** Registers the account commands. */
+export function register(program: Command, r: Registry): void {
+  program
+    .command('signup')
+    .description('create an account and store its session in a profile (the account secret is shown once)')
+    .option('--name <name>', 'a name for the account')
+    .option('--invite-code <code>', 'the invite code, on a deployment that needs one')
+    .option('--base-url <url>', 'the service (default: $SVC_BASE_URL, the profile\'s, or http://127.0.0.1:8787)')
+    .action(
+      r.action(async (cli, options: { name?: string; inviteCode?: string; baseUrl?: string }) => {
+        const client = cli.anonymous(options.baseUrl);
+        const signed = await client.signup({
+          ...(options.name !== undefined ? { name: options.name } : {}),
+          ...(options.inviteCode !== undefined ? { invite_code: options.inviteCode } : {}),
+        });
+        const profile: Profile = {
+          base_url: client.baseUrl,
+          account_id: signed.account_id,
+          account_secret: signed.account_secret,
+          token: signed.token,
+          expires_at: signed.expires_at,
+        };
+        updateProfile(cli.dir, cli.profileName, () => profile);
+        cli.out.result({ ...signed, profile: cli.profileName, config: cli.configFile }, () => {
+          const c = cli.out.c;
+          cli.out.line(`${c.green('Signed up')} as ${c.bold(signed.account_id)} on ${client.baseUrl}`);
+          cli.out.line(`account secret (shown once; stored in ${cli.configFile}): ${signed.account_secret}`);
+          cli.out.line(`session valid until ${signed.expires_at} (profile "${cli.profileName}")`);
+          cli.out.line(`next: ${c.bold('svc projects create "my app"')}`);
+        });
+      }),
+    );
+
+  program
+    .command('login')
+    .description('open a session from an account id and its secret (read from stdin or a prompt) and store it')
+    .option('--account-id <id>', 'the account id (default: the profile\'s, or a prompt)')
+    .option('--base-url <url>', 'the service (default: $SVC_BASE_URL, the profile\'s, or http://127.0.0.1:8787)')
+    .action(
+      r.action(async (cli, options: { accountId?: string; baseUrl?: string }) => {
+        const stored = cli.profile();
+        const accountId = options.accountId ?? stored?.account_id ?? (await readLine(cli.io, 'account id: ')).trim();
+        if (!accountId) throw new UsageError('an account id is needed: --account-id acct_…');
+        const secret = await readSecret(cli.io, 'account secret: ');
+        if (!secret) throw new UsageError('the account secret is empty (pipe it on stdin, or type it at the prompt)');
+        const client = cli.anonymous(options.baseUrl ?? stored?.base_url);
+        const session = await client.createSession({ account_id: accountId, account_secret: secret });
+        updateProfile(cli.dir, cli.profileName, (p) => ({
+          ...(p ?? {}),
+          base_url: client.baseUrl,
+          account_id: accountId,
+          account_secret: secret,
+          token: session.token,
+          expires_at: session.expires_at,
+          // Keys belong to the account's projects: another account's are of no use here.
+          ...(p?.account_id && p.account_id !== accountId ? { keys: {} } : {}),
+        }));
+        cli.out.result({ account_id: accountId, expires_at: session.expires_at, profile: cli.profileName, config: cli.configFile }, () => {
+          cli.out.line(`${cli.out.c.green('Logged in')} as ${cli.out.c.bold(accountId)} on ${client.baseUrl} until ${session.expires_at}`);
+        });
+      }),
+    );
+
+  program
+    .command('logout')
+    .description('forget the profile: its session, account secret and stored keys')
+    .action(
+      r.action(async (cli) => {
+        const had = cli.profile();
+        updateProfile(cli.dir, cli.profileName, () => null);
+        cli.out.result({ profile: cli.profileName, removed: !!had }, () => {
+          cli.out.line(had ? `Logged out: profile "${cli.profileName}" removed from ${cli.configFile}` : `No profile "${cli.profileName}" to remove`);
+        });
+      }),
+    );
+
+  program
+    .command('whoami')
+    .description('the profile in use: service, account and session expiry')
+    .action(
+      r.action(async (cli) => {
+        const p = cli.profile();
+        if (!p && !cli.env.SVC_TOKEN) throw new CliError(`no profile "${cli.profileName}"`, 'run `svc signup` or `svc login`');
+        const info = {
+          profile: cli.profileName,
+          base_url: cli.baseUrl(),
+          account_id: p?.account_id ?? null,
+          expires_at: cli.env.SVC_TOKEN ? null : (p?.expires_at ?? null),
+          token_from: cli.env.SVC_TOKEN ? 'SVC_TOKEN' : 'profile',
+          config: cli.configFile,
+        };
+        cli.out.result(info, () => cli.out.fields(info));
+      }),
+    );
+
+  program
+    .command('health')
+    .description('whether the service can run tenants (GET /v0/health); exits 1 when degraded')
+    .action(
+      r.action(async (cli) => {
+        const health = await cli.anonymous().health();
+        cli.out.result(health, () => {
+          const c = cli.out.c;
+          cli.out.line(`${health.status === 'ok' ? c.green('ok') : c.red('degraded')}  agents live ${health.agents.live} of ${health.agents.total}  (${health.time})`);
+          if (health.error) cli.out.line(`${health.error.code}: ${health.error.message}`);
+        });
+        return health.status === 'ok' ? 0 : 1;
+      }),
+    );
+}

@@ -1,0 +1,110 @@
+/**
+ * The tenant's lifecycle (the interface contract "States and transitions"; docs/lifecycle.md):
+ * `wakeup`, `sleep`, `head`, `restore` and `snapshots create|list|get`.
+ */
+import type { Command } from 'commander';
+import type { Snapshot } from '../../types.ts';
+import type { Registry } from '../program.ts';
+import { projectArg } from './args.ts';
+import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { printProject } from './projects.ts';
+
+/** Registers the lifecycle commands. */
+export function register(program: Command, r: Registry): void {
+  for (const [name, description] of [
+    ['wakeup', "start the project's engine (idempotent; the data directory is made on the first start)"],
+    ['sleep', "stop the project's engine gracefully, keeping its data (idempotent)"],
+  ] as const) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<project>', 'the project id')
+      .action(
+        r.action(async (cli, id: string) => {
+          cli.failure.project = projectArg(id);
+          const project = await cli.withSession((c) => (name === 'wakeup' ? c.project(id).wakeup() : c.project(id).sleep()));
+          cli.out.result(project, () => printProject(cli, project));
+        }),
+      );
+  }
+
+  program
+    .command('head')
+    .description('what the engine says about itself: a live probe when running, its offline status when asleep')
+    .argument('<project>', 'the project id')
+    .action(
+      r.action(async (cli, id: string) => {
+        cli.failure.project = projectArg(id);
+        const head = await cli.withSession((c) => c.project(id).head());
+        cli.out.result(head, () =>
+          cli.out.fields({
+            state: head.state,
+            source: head.source,
+            engine: head.engine,
+            endpoint: head.endpoint,
+            protocol_minor: head.protocol_minor,
+            request_id: head.request_id,
+            lineage: head.lineage,
+            latest_snapshot: head.latest_snapshot,
+            timestamp: head.timestamp,
+          }),
+        );
+      }),
+    );
+
+  program
+    .command('restore')
+    .description("replace the sleeping project's data directory by a snapshot's state (the previous one is kept aside)")
+    .argument('<project>', 'the project id')
+    .argument('<snapshot>', 'the snapshot id')
+    .action(
+      r.action(async (cli, id: string, snapshotId: string) => {
+        cli.failure.project = projectArg(id);
+        const restored = await cli.withSession((c) => c.project(id).restore(snapshotId));
+        cli.out.result(restored, () =>
+          cli.out.fields({ state: restored.state, snapshot_id: restored.snapshot_id, restored_at: restored.restored_at, replaced_dir: restored.replaced_dir }),
+        );
+      }),
+    );
+
+  const snapshots = program.command('snapshots').description("verified backups of a sleeping project's data directory");
+  const printSnapshot = (s: Snapshot) => [s.id, s.label ?? '', s.created_at, s.lineage.visible_csn, s.backup.total_bytes];
+  const head = ['id', 'label', 'created_at', 'visible_csn', 'bytes'];
+
+  snapshots
+    .command('create')
+    .description('take a snapshot (the project must be asleep: `svc sleep PROJECT`)')
+    .argument('<project>', 'the project id')
+    .option('--label <label>', 'a label, at most 64 characters')
+    .action(
+      r.action(async (cli, id: string, options: { label?: string }) => {
+        cli.failure.project = projectArg(id);
+        const snapshot = await cli.withSession((c) => c.project(id).snapshots.create(options.label === undefined ? {} : { label: options.label }));
+        cli.out.result(snapshot, () => cli.out.table(head, [printSnapshot(snapshot)]));
+      }),
+    );
+
+  listOptions(snapshots.command('list').description("the project's snapshots, newest first").argument('<project>', 'the project id')).action(
+    r.action(async (cli, id: string, options: ListOptions) => {
+      cli.failure.project = projectArg(id);
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).snapshots.list(pageInput(options)), options, 'snapshots'));
+      cli.out.result(page, () => {
+        cli.out.table(head, items.map(printSnapshot));
+        moreNote(cli, next_cursor, `svc snapshots list ${id}`);
+      });
+    }),
+  );
+
+  snapshots
+    .command('get')
+    .description('one snapshot')
+    .argument('<project>', 'the project id')
+    .argument('<snapshot>', 'the snapshot id')
+    .action(
+      r.action(async (cli, id: string, snapshotId: string) => {
+        cli.failure.project = projectArg(id);
+        const snapshot = await cli.withSession((c) => c.project(id).snapshots.get(snapshotId));
+        cli.out.result(snapshot, () => cli.out.fields({ ...snapshot }));
+      }),
+    );
+}

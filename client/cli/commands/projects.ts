@@ -1,0 +1,56 @@
+/** `svc projects create|list|get` (the interface contract "POST /v0/projects", "GET /v0/projects/{id}"). */
+import type { Command } from 'commander';
+import type { Project } from '../../types.ts';
+import type { Cli } from '../context.ts';
+import type { Registry } from '../program.ts';
+import { projectArg } from './args.ts';
+import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+
+/** Prints one project (human output). */
+export function printProject(cli: Cli, project: Project): void {
+  const c = cli.out.c;
+  const state = project.state === 'running' ? c.green(project.state) : project.state === 'sleeping' ? c.yellow(project.state) : project.state;
+  cli.out.fields({ id: project.id, name: project.name, state, created_at: project.created_at, updated_at: project.updated_at, engine: `${project.native.pin} (data plane ${project.native.data_plane})` });
+}
+
+/** Registers the project commands. */
+export function register(program: Command, r: Registry): void {
+  const projects = program.command('projects').description('create, list and read projects');
+
+  projects
+    .command('create')
+    .description('create a project: it reserves a tenant and does not start the engine')
+    .argument('<name>', 'the project name (1 to 64 characters)')
+    .action(
+      r.action(async (cli, name: string) => {
+        const project = await cli.withSession((c) => c.projects.create({ name }));
+        cli.failure.project = project.id;
+        cli.out.result(project, () => {
+          printProject(cli, project);
+          cli.out.note(cli.out.ce.dim(`next: svc wakeup ${project.id}`));
+        });
+      }),
+    );
+
+  listOptions(projects.command('list').description("the account's projects")).action(
+    r.action(async (cli, options: ListOptions) => {
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.projects.list(pageInput(options)), options, 'projects'));
+      cli.out.result(page, () => {
+        cli.out.table(['id', 'name', 'state', 'created_at'], items.map((p) => [p.id, p.name, p.state, p.created_at]));
+        moreNote(cli, next_cursor, 'svc projects list');
+      });
+    }),
+  );
+
+  projects
+    .command('get')
+    .description('one project, its state reconciled with the live engine')
+    .argument('<project>', 'the project id')
+    .action(
+      r.action(async (cli, id: string) => {
+        cli.failure.project = projectArg(id);
+        const project = await cli.withSession((c) => c.projects.get(id));
+        cli.out.result(project, () => printProject(cli, project));
+      }),
+    );
+}

@@ -1,0 +1,66 @@
+/**
+ * `svc secrets set|list|rm` and `svc receipts` (docs/secrets.md; docs/api.md "Receipts"). A secret's
+ * value is read from stdin or a prompt that does not echo it, never from an argument, and is never
+ * printed.
+ */
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+import { readSecret } from '../input.ts';
+import type { Registry } from '../program.ts';
+import { projectArg } from './args.ts';
+import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+
+/** Registers the secrets and receipts commands. */
+export function register(program: Command, r: Registry): void {
+  const secrets = program.command('secrets').description("a project's function secrets (values go in, never come out)");
+
+  secrets
+    .command('set')
+    .description('create or rotate a secret; the value is read from stdin or a hidden prompt')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the name: A-Z, 0-9 and _, starting with a letter')
+    .action(
+      r.action(async (cli, id: string, name: string, _options: unknown, command: { args: string[] }) => {
+        cli.failure.project = projectArg(id);
+        if (command.args.length > 2) throw new UsageError('the value is read from stdin or a prompt, never from an argument');
+        const value = await readSecret(cli.io, `value of ${name}: `);
+        const meta = await cli.withSession((c) => c.project(id).secrets.set(name, value));
+        cli.out.result(meta, () => cli.out.line(`${meta.version === 1 ? 'created' : 'rotated'} ${meta.name} (version ${meta.version})`));
+      }),
+    );
+
+  listOptions(secrets.command('list').description('names and versions of the secrets').argument('<project>', 'the project id')).action(
+    r.action(async (cli, id: string, options: ListOptions) => {
+      cli.failure.project = projectArg(id);
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).secrets.list(pageInput(options)), options, 'secrets'));
+      cli.out.result(page, () => {
+        cli.out.table(['name', 'version', 'updated_at'], items.map((s) => [s.name, s.version, s.updated_at]));
+        moreNote(cli, next_cursor, `svc secrets list ${id}`);
+      });
+    }),
+  );
+
+  secrets
+    .command('rm')
+    .description('delete a secret')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the secret name')
+    .action(
+      r.action(async (cli, id: string, name: string) => {
+        cli.failure.project = projectArg(id);
+        const meta = await cli.withSession((c) => c.project(id).secrets.delete(name));
+        cli.out.result(meta, () => cli.out.line(`deleted ${meta.name}`));
+      }),
+    );
+
+  listOptions(program.command('receipts').description('receipts of receipted changes, newest first').argument('<project>', 'the project id')).action(
+    r.action(async (cli, id: string, options: ListOptions) => {
+      cli.failure.project = projectArg(id);
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).receipts.list(pageInput(options)), options, 'receipts'));
+      cli.out.result(page, () => {
+        cli.out.table(['at', 'op', 'target', 'actor', 'request_id'], items.map((x) => [x.at, x.op, x.target, x.actor, x.request_id]));
+        moreNote(cli, next_cursor, `svc receipts ${id}`);
+      });
+    }),
+  );
+}

@@ -1,0 +1,155 @@
+/**
+ * The interactive SQL shell of `svc sql PROJECT` (docs/cli.md "The shell"): node:readline with
+ * history kept across sessions (`sql_history` in the configuration directory, mode 0600), statements
+ * that run once complete (a `;` by SQLite's rule, so they may span lines), results as tables, errors
+ * printed without leaving the shell, and a few dot commands.
+ */
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { SvcClient } from '../client.ts';
+import { SvcError } from '../errors.ts';
+import type { Cli } from './context.ts';
+import { hintFor } from './errors.ts';
+import { printResult } from './sql-output.ts';
+import { isBlankSql, splitStatements } from './sql-split.ts';
+
+/** Lines of history kept. */
+const HISTORY_SIZE = 1000;
+
+const HELP = `Statements end with ";" and may span lines. Commands:
+  .tables           list the tables
+  .schema [TABLE]   show CREATE statements
+  .help             this help
+  .quit             leave (or Ctrl-D); Ctrl-C clears the statement being typed`;
+
+/** Runs the shell until the user leaves. */
+export async function runShell(cli: Cli, client: SvcClient, projectId: string): Promise<void> {
+  const historyFile = join(cli.dir, 'sql_history');
+  const history = readHistory(historyFile);
+  const rl = createInterface({
+    input: cli.io.stdin,
+    output: cli.io.stdout,
+    terminal: true,
+    history,
+    historySize: HISTORY_SIZE,
+    removeHistoryDuplicates: true,
+  });
+  const c = cli.out.c;
+  const prompt = c.bold('svc> ');
+  const more = c.dim('...> ');
+  cli.out.line(`Connected to ${projectId} on ${client.baseUrl}. ${c.dim('.help for help, .quit to leave')}`);
+  let buffer = '';
+  rl.setPrompt(prompt);
+  rl.prompt();
+
+  const run = async (sql: string): Promise<void> => {
+    try {
+      printResult(cli, await client.sql(sql));
+    } catch (err) {
+      printError(cli, err, projectId);
+    }
+  };
+
+  const dot = async (line: string): Promise<boolean> => {
+    const [command, arg] = line.trim().split(/\s+/, 2);
+    switch (command) {
+      case '.quit':
+      case '.exit':
+        return false;
+      case '.help':
+        cli.out.line(HELP);
+        return true;
+      case '.tables':
+        await run("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_svc\\_%' ESCAPE '\\' ORDER BY name");
+        return true;
+      case '.schema':
+        await runSchema(arg);
+        return true;
+      default:
+        cli.out.line(`unknown command ${command}: .help lists them`);
+        return true;
+    }
+  };
+
+  const runSchema = async (table: string | undefined): Promise<void> => {
+    try {
+      const rs = await client.sql(
+        `SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE '\\_svc\\_%' ESCAPE '\\'${table ? ' AND tbl_name = ?' : ''} ORDER BY name`,
+        table ? [table] : [],
+      );
+      for (const row of rs.rows) cli.out.line(`${String(row.sql)};`);
+    } catch (err) {
+      printError(cli, err, projectId);
+    }
+  };
+
+  // Lines are handled one at a time, in order, even while a statement is running.
+  let queue = Promise.resolve(true);
+  await new Promise<void>((resolve) => {
+    rl.on('SIGINT', () => {
+      if (buffer) {
+        buffer = '';
+        cli.io.stdout.write('^C\n');
+        rl.setPrompt(prompt);
+        rl.prompt();
+      } else {
+        rl.close();
+      }
+    });
+    rl.on('close', () => {
+      void queue.then(() => resolve());
+    });
+    rl.on('line', (line) => {
+      queue = queue.then(async (open) => {
+        if (!open) return false;
+        if (!buffer && line.trim().startsWith('.')) {
+          const keepOpen = await dot(line);
+          if (!keepOpen) {
+            rl.close();
+            return false;
+          }
+        } else {
+          buffer += (buffer ? '\n' : '') + line;
+          const { statements, rest } = splitStatements(buffer);
+          buffer = isBlankSql(rest) ? '' : rest;
+          for (const statement of statements) await run(statement);
+        }
+        rl.setPrompt(buffer ? more : prompt);
+        rl.prompt();
+        return true;
+      });
+    });
+  });
+  writeHistory(historyFile, (rl as unknown as { history: string[] }).history ?? []);
+  cli.out.line();
+}
+
+function printError(cli: Cli, err: unknown, projectId: string): void {
+  const e = cli.out.ce;
+  if (err instanceof SvcError) {
+    cli.out.note(`${e.red('error:')} ${e.bold(err.code)}: ${err.message}`);
+    const hint = hintFor(err, { project: projectId, usedKey: true });
+    if (hint) cli.out.note(`${e.yellow('hint:')} ${hint}`);
+    return;
+  }
+  cli.out.note(`${e.red('error:')} ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** History as readline keeps it: newest first. */
+function readHistory(file: string): string[] {
+  try {
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).reverse().slice(0, HISTORY_SIZE);
+  } catch {
+    return [];
+  }
+}
+
+function writeHistory(file: string, newestFirst: string[]): void {
+  try {
+    mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${[...newestFirst].slice(0, HISTORY_SIZE).reverse().join('\n')}\n`, { mode: 0o600 });
+  } catch {
+    // History is a convenience: a read-only configuration directory does not stop the shell.
+  }
+}
