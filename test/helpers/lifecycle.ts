@@ -53,6 +53,25 @@ export async function sleep(api: Api, token: string, id: string): Promise<any> {
   return r.body;
 }
 
+/** Creates a project, wakes it and fills its table `t` with `rows`; answers its id (left running). */
+export async function newProjectWithRows(api: Api, token: string, rows: string[], name = 'crash'): Promise<string> {
+  const id = await createProject(api, token, name);
+  await wake(api, token, id);
+  const address = (await call(api, 'GET', `/v0/projects/${id}/head`, token)).body.endpoint.address;
+  await engineSql(address, 'CREATE TABLE t (v TEXT)');
+  for (const v of rows) await engineSql(address, 'INSERT INTO t VALUES (?)', [v]);
+  return id;
+}
+
+/** Wakes the project and answers the rows of its table `t`, proving its data directory intact (left running). */
+export async function rowsOf(api: Api, token: string, id: string): Promise<string[]> {
+  await wake(api, token, id);
+  const address = (await call(api, 'GET', `/v0/projects/${id}/head`, token)).body.endpoint.address;
+  const read = await engineSql(address, 'SELECT v FROM t ORDER BY rowid');
+  expect(read.status, JSON.stringify(read.body)).toBe(200);
+  return read.body.results[0].rows.map((row: string[]) => row[0]);
+}
+
 /** Runs SQL directly against an engine listening on `address` (host:port), answering the decoded body. */
 export async function engineSql(address: string, sql: string, params: unknown[] = []): Promise<{ status: number; body: any }> {
   const r = await fetch(`http://${address}/v2/sql`, {

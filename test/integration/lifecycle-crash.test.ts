@@ -11,7 +11,7 @@ import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { type Layout } from '../../host-agent/tenants/layout.ts';
 import { ChildAgent, startChildDeployment, type ChildDeployment } from '../helpers/child-agent.ts';
-import { ENGINE, call, engineSql, pidAlive, sleep, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
+import { ENGINE, call, engineSql, newProjectWithRows as projectWithRows, pidAlive, rowsOf as rowsOfProject, sleep, wake, waitFor, type Api } from '../helpers/lifecycle.ts';
 
 let d: ChildDeployment;
 let agent: ChildAgent;
@@ -64,25 +64,8 @@ function truthOf(projectId: string): 'running' | 'sleeping' | 'stopped' {
   return existsSync(layout.dataDir(projectId)) ? 'sleeping' : 'stopped';
 }
 
-async function newProjectWithRows(rows: string[]): Promise<string> {
-  const r = await call(api, 'POST', '/v0/projects', token, { name: 'crash' });
-  expect(r.status).toBe(201);
-  const id = r.body.id as string;
-  await wake(api, token, id);
-  const address = (await call(api, 'GET', `/v0/projects/${id}/head`, token)).body.endpoint.address;
-  await engineSql(address, 'CREATE TABLE t (v TEXT)');
-  for (const v of rows) await engineSql(address, 'INSERT INTO t VALUES (?)', [v]);
-  return id;
-}
-
-/** Wakes the project and answers its rows, proving the data directory intact. */
-async function rowsOf(projectId: string): Promise<string[]> {
-  await wake(api, token, projectId);
-  const address = (await call(api, 'GET', `/v0/projects/${projectId}/head`, token)).body.endpoint.address;
-  const read = await engineSql(address, 'SELECT v FROM t ORDER BY rowid');
-  expect(read.status, JSON.stringify(read.body)).toBe(200);
-  return read.body.results[0].rows.map((row: string[]) => row[0]);
-}
+const newProjectWithRows = (rows: string[]) => projectWithRows(api, token, rows);
+const rowsOf = (projectId: string) => rowsOfProject(api, token, projectId);
 
 /** Asserts that what DynamoDB records is what is true, before anyone asks (start-up reconciliation). */
 async function expectRecordedTrue(projectId: string): Promise<void> {
