@@ -25,6 +25,15 @@ import { publishRequestSchema, realtimeEventSchema, realtimeTicketSchema, subscr
 import { receiptListSchema } from '../schemas/receipts.ts';
 import { putSecretRequestSchema, secretListSchema, secretMetadataSchema, secretNameSchema } from '../schemas/secrets.ts';
 import {
+  deployQuerySchema,
+  functionListSchema,
+  functionLogsQuerySchema,
+  functionLogsSchema,
+  functionNameSchema,
+  functionSchema,
+  functionVersionListSchema,
+} from '../schemas/functions.ts';
+import {
   createSnapshotRequestSchema,
   replacedDirSchema,
   replacedListSchema,
@@ -518,6 +527,67 @@ export const ROUTE_DOCS: RouteDocs = {
     answers: { 200: { description: 'the deleted secret\'s metadata', json: secretMetadataSchema } },
   },
 
+  // Functions --------------------------------------------------------------------------------------
+  'PUT /v0/projects/:id/functions/:name': {
+    tag: 'functions',
+    summary: 'Deploy a function (a new version)',
+    description:
+      'Owner session only. The body is one JavaScript ES module, already bundled, whose default export has ' +
+      '`fetch(request, env, ctx)`; at most `SVCD_FUNCTION_MAX_BYTES` (413). A module that does not load or has no ' +
+      'default `fetch` is 400 naming the problem. Every deploy is a new immutable version; receipted ' +
+      '(`function.deploy`). Settings not given take their defaults (docs/functions.md).',
+    access: 'session',
+    params: { ...project, name: functionNameSchema },
+    query: deployQuerySchema,
+    headers: { 'Content-Type': { description: '`application/javascript` or `text/javascript`', required: true } },
+    rawBody: { type: 'application/javascript', description: 'the module\'s source' },
+    answers: { 201: { description: 'a new function', json: functionSchema }, 200: { description: 'a new version', json: functionSchema } },
+    errors: [413, 503],
+  },
+  'GET /v0/projects/:id/functions': {
+    tag: 'functions',
+    summary: 'List functions, by name',
+    access: 'session',
+    params: project,
+    query: pageQuerySchema,
+    answers: { 200: { description: 'a page of functions', json: functionListSchema } },
+  },
+  'GET /v0/projects/:id/functions/:name': {
+    tag: 'functions',
+    summary: 'Read a function (its current version)',
+    access: 'session',
+    params: { ...project, name: functionNameSchema },
+    answers: { 200: { description: 'the function', json: functionSchema } },
+  },
+  'GET /v0/projects/:id/functions/:name/versions': {
+    tag: 'functions',
+    summary: 'List a function\'s versions, newest first',
+    access: 'session',
+    params: { ...project, name: functionNameSchema },
+    query: pageQuerySchema,
+    answers: { 200: { description: 'a page of versions', json: functionVersionListSchema } },
+  },
+  'DELETE /v0/projects/:id/functions/:name': {
+    tag: 'functions',
+    summary: 'Delete a function',
+    description: 'Owner session only; receipted (`function.delete`). Invocations in flight finish; every later one is 404.',
+    access: 'session',
+    params: { ...project, name: functionNameSchema },
+    answers: { 200: { description: 'the function as it was', json: functionSchema } },
+    errors: [503],
+  },
+  'GET /v0/projects/:id/functions/:name/logs': {
+    tag: 'functions',
+    summary: 'The last lines of a function\'s console',
+    description: 'Owner session only. Oldest first; every value of a secret of the project is shown as `[secret NAME]` (docs/functions.md "Logs").',
+    access: 'session',
+    params: { ...project, name: functionNameSchema },
+    query: functionLogsQuerySchema,
+    answers: { 200: { description: 'the lines', json: functionLogsSchema } },
+    errors: [503],
+  },
+  ...invokeDocs(),
+
   // Receipts ---------------------------------------------------------------------------------------
   'GET /v0/projects/:id/receipts': {
     tag: 'receipts',
@@ -531,10 +601,12 @@ export const ROUTE_DOCS: RouteDocs = {
   'GET /v0/receipts': {
     tag: 'receipts',
     summary: 'Receipts of one of your projects, also once it is deleted',
-    description: 'Newest first; `project` names the project (kept for the retention period after a deletion).',
+    description:
+      'Newest first; `project` names a project of yours, live or deleted less than `SVCD_DELETED_RECEIPTS_RETENTION_DAYS` ago (docs/lifecycle.md "Deleting a project"); any other is 404.',
     access: 'session',
     query: accountReceiptsQuerySchema,
     answers: { 200: { description: 'a page of receipts', json: receiptListSchema } },
+    errors: [404],
   },
 
   // Engine logs ------------------------------------------------------------------------------------
@@ -588,3 +660,32 @@ export const ROUTE_DOCS: RouteDocs = {
     ]),
   ),
 };
+
+/**
+ * The invocation routes, one per method and pattern (handlers/routes/functions.ts): the function's
+ * own answer, relayed.
+ */
+function invokeDocs(): RouteDocs {
+  const docs: RouteDocs = {};
+  const rest = z.string().meta({ description: 'the path the function receives' });
+  for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+    for (const withRest of [false, true]) {
+      docs[`${method} /v0/projects/:id/functions/:name/invoke${withRest ? '/:rest+' : ''}`] = {
+        tag: 'functions',
+        summary: `Invoke a function (${method})`,
+        description:
+          'The owner session or a project key of the project (another project\'s key is 403). The function receives ' +
+          'the method, the path after `/invoke`, the query, the headers (less `Authorization` and hop-by-hop ones) and ' +
+          'the body, streamed; its answer is relayed unchanged with `X-Request-Id`. 429 `function_busy` (with ' +
+          '`Retry-After`) when its `max_concurrency` is reached, 504 `function_timeout`, 502 `function_bad_output`, 503 ' +
+          '`function_runtime_missing` (docs/functions.md "Invoke").',
+        access: 'session-or-key',
+        params: withRest ? { ...project, name: functionNameSchema, rest } : { ...project, name: functionNameSchema },
+        rawBody: { type: '*/*', description: 'any body, streamed to the function' },
+        answers: { 200: { description: 'the function\'s answer (any status)', content: { type: '*/*', description: 'what the function answered' } } },
+        errors: [403, 429, 502, 503, 504],
+      };
+    }
+  }
+  return docs;
+}
