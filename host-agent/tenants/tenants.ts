@@ -4,7 +4,8 @@
  * parts: the per-project queue (./queue.ts), the recorded state and its corrections (./state.ts), the
  * pin check (./pin.ts), the engines (./engine.ts), adoption (./adoption.ts), head (./head.ts),
  * snapshots (./snapshot.ts) and their deletion (./snapshot-delete.ts, ./holds.ts), restore and its
- * repair (./restore.ts), the previous directories restore keeps and their freeing (./replaced.ts).
+ * repair (./restore.ts), the previous directories restore keeps and their freeing (./replaced.ts),
+ * and a project's deletion (./delete.ts).
  * It answers plain values; the internal routes shape the answers (host-agent/routes/answers.ts).
  *
  * Every multi-step change is crash-safe: a pid record under `run/` is written the moment an engine is
@@ -145,7 +146,7 @@ export class Tenants {
   /**
    * Start-up (docs/lifecycle.md "Crash safety: agent start"): repair interrupted restores, adopt or
    * stop engines left by a previous agent, then correct the recorded state of every tenant this
-   * machine holds.
+   * machine holds, and take up the project deletions a crash interrupted.
    */
   async start(): Promise<void> {
     const { layout, logs } = this;
