@@ -72,7 +72,7 @@ export class Transport {
   readonly #fetch: typeof fetch;
 
   constructor(options: ClientOptions) {
-    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) {
+    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl) || !/^https?:$/.test(new URL(options.baseUrl).protocol)) {
       throw new TypeError(`baseUrl: must be an absolute URL such as http://127.0.0.1:8787 (got ${JSON.stringify(options.baseUrl)})`);
     }
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');

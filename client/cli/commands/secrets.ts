@@ -4,7 +4,6 @@
  * printed.
  */
 import type { Command } from 'commander';
-import { UsageError } from '../errors.ts';
 import { readSecret } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
@@ -20,9 +19,9 @@ export function register(program: Command, r: Registry): void {
     .argument('<project>', 'the project id')
     .argument('<name>', 'the name: A-Z, 0-9 and _, starting with a letter')
     .action(
-      r.action(async (cli, id: string, name: string, _options: unknown, command: { args: string[] }) => {
+      // A third argument (the value) is refused by commander: values never travel as arguments.
+      r.action(async (cli, id: string, name: string) => {
         cli.failure.project = projectArg(id);
-        if (command.args.length > 2) throw new UsageError('the value is read from stdin or a prompt, never from an argument');
         const value = await readSecret(cli.io, `value of ${name}: `);
         const meta = await cli.withSession((c) => c.project(id).secrets.set(name, value));
         cli.out.result(meta, () => cli.out.line(`${meta.version === 1 ? 'created' : 'rotated'} ${meta.name} (version ${meta.version})`));
