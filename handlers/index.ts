@@ -19,6 +19,7 @@ import * as projects from './routes/projects.ts';
 import * as receipts from './routes/receipts.ts';
 import * as realtime from './routes/realtime.ts';
 import * as secrets from './routes/secrets.ts';
+import * as functions from './routes/functions.ts';
 import * as buckets from './routes/buckets.ts';
 import * as objects from './routes/objects.ts';
 import * as tickets from './routes/tickets.ts';
@@ -34,6 +35,7 @@ const modules: { register(router: Routes): void }[] = [
   logs,
   realtime,
   secrets,
+  functions,
   keys,
   lifecycle,
   buckets,
@@ -81,6 +83,7 @@ export function createApp(deps: Deps): App {
       const ctx: Ctx = { deps, requestId, afterAnswer, seen: {} };
       let response: Response;
       try {
+        refuseTrailingSlash(request);
         const answer = (await router.fetch(request as never, ctx)) as Response | undefined;
         if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
         response = answer;
@@ -91,6 +94,19 @@ export function createApp(deps: Deps): App {
       return withHeaders(response, { ...corsHeadersFor(cors, request), 'x-request-id': requestId });
     },
   };
+}
+
+/**
+ * itty-router matches a pattern with or without a trailing slash, and URL parsing (RFC 3986 §5.2.4)
+ * turns `…/replaced/..` into `…/{id}/`: without this, a stray `..` after a project's sub-resource
+ * would reach `DELETE /v0/projects/:id`. No `/v0` route ends with a slash (docs/api.md "Decisions"),
+ * except an object key, which may (an S3-style folder marker), so those paths keep theirs.
+ */
+function refuseTrailingSlash(request: Request): void {
+  const path = new URL(request.url).pathname;
+  if (path.length > 1 && path.endsWith('/') && path.startsWith('/v0/') && !/^\/v0\/projects\/[^/]+\/storage\/objects\/[^/]+\/./.test(path)) {
+    throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
+  }
 }
 
 /**
