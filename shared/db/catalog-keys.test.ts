@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { catalogKeyPart, compareKeys, KEY_PART_BUDGET } from './catalog-keys.ts';
+import { catalogKeyPart, compareKeys, KEY_PART_BUDGET, keyPartCeiling, keyPartFloor, prefixSuccessor } from './catalog-keys.ts';
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
@@ -68,5 +68,45 @@ describe('catalog sort keys', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('bound a scan: a key at or after another has its part at or after that one\'s floor; at or before, at or before its ceiling', async () => {
+    await fc.assert(
+      fc.asyncProperty(keyArb, keyArb, async (a, b) => {
+        const [lo, hi] = compareKeys(a, b) <= 0 ? [a, b] : [b, a];
+        const partLo = (await catalogKeyPart(lo)).part;
+        const partHi = (await catalogKeyPart(hi)).part;
+        expect(compareKeys(await keyPartFloor(lo), partHi)).toBeLessThanOrEqual(0);
+        expect(compareKeys(partLo, await keyPartCeiling(hi))).toBeLessThanOrEqual(0);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('prefixSuccessor', () => {
+  it('sorts after every string with the prefix and at or before every other string after the prefix', () => {
+    const unit = fc.constantFrom('a', 'b', '/', '\u0000', '\ud7ff', '\ue000', '\uffff', '\u{10000}', '\u{10ffff}');
+    const text = fc.array(unit, { maxLength: 5 }).map((a) => a.join(''));
+    fc.assert(
+      fc.property(text.filter((p) => p.length > 0), text, (prefix, other) => {
+        const next = prefixSuccessor(prefix);
+        const withPrefix = prefix + other;
+        if (next === null) {
+          expect([...prefix].every((c) => c === '\u{10ffff}')).toBe(true);
+          return;
+        }
+        expect(compareKeys(withPrefix, next)).toBeLessThan(0);
+        if (!other.startsWith(prefix) && compareKeys(other, prefix) > 0) expect(compareKeys(next, other)).toBeLessThanOrEqual(0);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('raises the last code point past the surrogates and drops trailing U+10FFFF', () => {
+    expect(prefixSuccessor('a/')).toBe('a0');
+    expect(prefixSuccessor('x\ud7ff')).toBe('x\ue000');
+    expect(prefixSuccessor('a\u{10ffff}\u{10ffff}')).toBe('b');
+    expect(prefixSuccessor('\u{10ffff}')).toBeNull();
   });
 });

@@ -84,3 +84,50 @@ export async function objectKeyOf(projectId: string, bucket: string, key: string
   const prefix = objectPrefix(bucket);
   return { ...keys.objectsOf(projectId), sk: prefix + part, grp: group === null ? null : prefix + group };
 }
+
+/** Past every member of a group: members are the group + hex, and `~` sorts after every hex digit. */
+export const AFTER_GROUP = '~';
+
+/**
+ * A key part at or before the part of every key that sorts at or after `key` (its own part, or for a
+ * long key the start of its group): where a scan of keys from `key` on may start.
+ */
+export async function keyPartFloor(key: string): Promise<string> {
+  const { part, group } = await catalogKeyPart(key);
+  return group ?? part;
+}
+
+/**
+ * A key part at or after the part of every key that sorts at or before `key` (its own part, or for a
+ * long key past its whole group): where a scan of keys up to `key` may stop.
+ */
+export async function keyPartCeiling(key: string): Promise<string> {
+  const { part, group } = await catalogKeyPart(key);
+  return group === null ? part : group + AFTER_GROUP;
+}
+
+/**
+ * The smallest string that sorts after every string starting with `prefix` (its last code point
+ * raised by one, past the surrogates; trailing U+10FFFF dropped first), or null when none does.
+ */
+export function prefixSuccessor(prefix: string): string | null {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!);
+  while (points.length > 0 && points[points.length - 1] === 0x10ffff) points.pop();
+  if (points.length === 0) return null;
+  let last = points.pop()! + 1;
+  if (last >= 0xd800 && last <= 0xdfff) last = 0xe000;
+  return String.fromCodePoint(...points, last);
+}
+
+/**
+ * The sort key of a blob-deletion record: a blob whose row a bucket deletion removed, kept until the
+ * blob itself is gone (docs/storage.md "Deleting a bucket"). `BLOBDEL#<bucket>#<blob name>`.
+ */
+export function blobDeletionKey(projectId: string, bucket: string, blob: string): { pk: string; sk: string } {
+  return { ...keys.objectsOf(projectId), sk: blobDeletionPrefix(bucket) + blob };
+}
+
+/** The sort-key prefix of the blob-deletion records of `bucket`. */
+export function blobDeletionPrefix(bucket: string): string {
+  return `BLOBDEL#${bucket}#`;
+}

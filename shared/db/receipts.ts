@@ -11,7 +11,7 @@ import { queryPage, tableKeyOf } from './pagination.ts';
 import { keys } from './table.ts';
 
 /** Operations that are receipted. */
-export type ReceiptOp = 'object.put' | 'object.delete' | 'bucket.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete' | 'project.delete';
+export type ReceiptOp = 'object.put' | 'object.delete' | 'bucket.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete' | 'project.delete' | 'function.deploy' | 'function.delete';
 
 /** A receipt as answered by `GET /v0/projects/{id}/receipts`. */
 export interface Receipt {

@@ -1,12 +1,14 @@
 /**
  * The object catalog on DynamoDB Local: listing is in key order even for keys of up to 4 KiB of
- * UTF-8 that share long prefixes, and the byte routes' batched read answers exactly what was asked.
- * The sort-key encoding itself is checked beside it (shared/db/catalog-keys.test.ts).
+ * UTF-8 that share long prefixes, prefix and delimiter listings answer what a brute-force model of
+ * S3's ListObjectsV2 answers on random keys, and the byte routes' batched read answers exactly what
+ * was asked. The sort-key encoding itself is checked beside it (shared/db/catalog-keys.test.ts).
  */
+import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../shared/db/client.ts';
 import { compareKeys, KEY_PART_BUDGET } from '../../shared/db/catalog-keys.ts';
-import { createBucket, getProjectBucketObject, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
+import { createBucket, getProjectBucketObject, listCatalog, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
 import { testDeployment } from '../helpers/env.ts';
 
 describe('listing long keys from DynamoDB', () => {
@@ -21,6 +23,7 @@ describe('listing long keys from DynamoDB', () => {
     keys.push(...['😀'.repeat(1024), '😀'.repeat(1023) + 'a', '😀'.repeat(1023) + '\u{10ffff}']);
     keys.push(...['p/', 'p/p/', long.slice(0, KEY_PART_BUDGET), 'a', 'zz', long + 'a', '\uffff', '\u{10000}']);
     const at = new Date(0).toISOString();
+    await createBucket(db, { project, name: 'long-keys', created_at: at });
     for (const [i, key] of keys.entries()) {
       const row: ObjectRecord = {
         id: `obj_${i.toString(16).padStart(16, '0')}`,
@@ -62,6 +65,110 @@ describe('listing long keys from DynamoDB', () => {
     const short = await listObjects(db, project, 'long-keys', keys.length - 1);
     expect(short.nextCursor).not.toBeNull();
   });
+});
+
+/** A pending row of `key` (listing does not care about the bytes). */
+function pendingRow(project: string, bucket: string, key: string, i: number): ObjectRecord {
+  const at = new Date(0).toISOString();
+  return {
+    id: `obj_${i.toString(16).padStart(16, '0')}`,
+    project,
+    bucket,
+    key,
+    size: 0,
+    etag: '',
+    content_type: 'application/octet-stream',
+    backend: 'fs',
+    state: 'pending',
+    created_at: at,
+    updated_at: at,
+    blob: null,
+  };
+}
+
+/** A listing entry as compared: a key, or a common prefix. */
+type Entry = { key: string } | { prefix: string };
+
+/** S3's ListObjectsV2 by brute force: the keys under `prefix`, rolled up at the first `delimiter` after it. */
+function model(keys: readonly string[], prefix: string, delimiter: string | undefined): Entry[] {
+  const out: Entry[] = [];
+  const rolled = new Set<string>();
+  for (const key of [...keys].sort(compareKeys)) {
+    if (!key.startsWith(prefix)) continue;
+    const cut = delimiter === undefined ? -1 : key.indexOf(delimiter, prefix.length);
+    if (cut < 0) {
+      out.push({ key });
+      continue;
+    }
+    const under = key.slice(0, cut + delimiter!.length);
+    if (!rolled.has(under)) out.push({ prefix: under });
+    rolled.add(under);
+  }
+  return out;
+}
+
+/** Every page of a listing, `limit` at a time; each page at most `limit` long and never empty but for an empty listing. */
+async function listAll(db: Db, project: string, bucket: string, query: { prefix?: string; delimiter?: string }, limit: number): Promise<Entry[]> {
+  const seen: Entry[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await listCatalog(db, project, bucket, { limit, cursor, ...query });
+    expect(page.items.length).toBeLessThanOrEqual(limit);
+    if (cursor !== undefined) expect(page.items.length).toBeGreaterThan(0);
+    seen.push(...page.items.map((e): Entry => (e.kind === 'object' ? { key: e.record.key } : { prefix: e.prefix })));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return seen;
+}
+
+describe('listing by prefix and delimiter, against a brute-force model', () => {
+  // Few characters, so that random keys share prefixes and hold delimiters; `/` and `//` as S3 users
+  // write them, characters of every UTF-8 width, and a long shared stem that crosses the sort-key budget.
+  const chars = ['a', 'b', '/', '-', 'é', '日', '😀', '\u0000'];
+  const stem = 'd/'.repeat(462); // 924 bytes
+  const keyArb = fc
+    .tuple(fc.constantFrom('', '', '', '', '', 'a/', 'a/', stem), fc.array(fc.constantFrom(...chars), { minLength: 1, maxLength: 6 }))
+    .map(([head, tail]) => head + tail.join(''));
+  const delimiterArb = fc.option(fc.constantFrom('/', '//', 'a', '/b', 'é', '😀', '\u0000', 'd/d'), { nil: undefined });
+  /** A prefix: often the beginning of a key of the set, sometimes anything. */
+  const prefixArb = (keys: readonly string[]) =>
+    fc.oneof(
+      fc.constantFrom(...keys).chain((k) => fc.nat({ max: [...k].length }).map((n) => [...k].slice(0, n).join(''))),
+      fc.array(fc.constantFrom(...chars), { maxLength: 3 }).map((a) => a.join('')),
+    );
+
+  it('answers the model on one random bucket, for random prefixes, delimiters and page sizes', async () => {
+    const { db } = await testDeployment();
+    const project = 'prj_00000000000000cc';
+    await createBucket(db, { project, name: 'model', created_at: new Date(0).toISOString() });
+    const keys = [...new Set(fc.sample(keyArb, { numRuns: 80, seed: 20260501 }))];
+    for (const [i, key] of keys.entries()) await reserveObject(db, pendingRow(project, 'model', key, i));
+    await fc.assert(
+      fc.asyncProperty(prefixArb(keys), delimiterArb, fc.integer({ min: 2, max: 12 }), async (prefix, delimiter, limit) => {
+        const query = { ...(prefix !== '' ? { prefix } : {}), ...(delimiter !== undefined ? { delimiter } : {}) };
+        expect(await listAll(db, project, 'model', query, limit)).toEqual(model(keys, prefix, delimiter));
+      }),
+      { numRuns: 60 },
+    );
+  }, 180_000);
+
+  it('answers the model on small random buckets', async () => {
+    const { db } = await testDeployment();
+    const project = 'prj_00000000000000dd';
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(keyArb, { minLength: 0, maxLength: 8 }), delimiterArb, fc.integer({ min: 1, max: 3 }), async (keys, delimiter, limit) => {
+        const bucket = `small-${n++}`;
+        await createBucket(db, { project, name: bucket, created_at: new Date(0).toISOString() });
+        for (const [i, key] of keys.entries()) await reserveObject(db, pendingRow(project, bucket, key, i));
+        for (const prefix of ['', 'a/', stem, ...keys.slice(0, 1)]) {
+          const query = { ...(prefix !== '' ? { prefix } : {}), ...(delimiter !== undefined ? { delimiter } : {}) };
+          expect(await listAll(db, project, bucket, query, limit), JSON.stringify({ prefix, delimiter })).toEqual(model(keys, prefix, delimiter));
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 180_000);
 });
 
 describe('the byte routes\' batched read', () => {
