@@ -45,8 +45,8 @@ export const settingsSchema = z.object({
   SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
   SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
-  // How long the receipts of a deleted project stay readable (docs/lifecycle.md "Deleting a project").
-  SVCD_DELETED_RECEIPTS_RETENTION_DAYS: int(1, 3650).default(30),
+  // Longest life a signed download URL may be given (docs/storage.md "Signed URLs"; S3's presigned maximum).
+  SVCD_SIGNED_URL_MAX_SECONDS: int(1, 365 * 24 * 3600).default(7 * 24 * 3600),
   // How long the receipts of a deleted project stay readable (docs/lifecycle.md "Deleting a project").
   SVCD_DELETED_RECEIPTS_RETENTION_DAYS: int(1, 3650).default(30),
   // Host agent.
@@ -92,6 +92,15 @@ export const settingsSchema = z.object({
   SVCD_REALTIME_MAX_SUBSCRIBERS: int(1, 1_000_000).default(10000),
   SVCD_REALTIME_QUEUE: int(1, 1_000_000).default(1024),
   SVCD_REALTIME_HEARTBEAT_MS: int(0, 3_600_000).default(15_000),
+  // Functions (docs/functions.md "Settings").
+  SVCD_FUNCTION_MAX_BYTES: int(1, 100 * 1024 * 1024).default(10 * 1024 * 1024),
+  SVCD_CLOUD_ORIGIN: url.refine((v) => /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v, 'must be an http(s) origin (no path, no trailing slash)').optional(),
+  SVCD_FUNCTION_NODE: z.string().min(1).optional(),
+  SVCD_FUNCTION_SANDBOX: z.enum(['none', 'unshare']).default('none'),
+  SVCD_FUNCTION_MAX_WORKERS: int(1, 10_000).default(32),
+  SVCD_FUNCTION_IDLE_MS: int(1000, 3_600_000).default(60_000),
+  SVCD_FUNCTION_START_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  SVCD_FUNCTION_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(1024 * 1024),
 });
 
 /** Parsed settings. */

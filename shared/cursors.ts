@@ -41,15 +41,23 @@ function aadOf(list: readonly string[]): Uint8Array<ArrayBuffer> {
   return utf8.encode(`svc-cloud list cursor\0${list.join('\0')}`);
 }
 
-async function deriveKey(secret: string): Promise<CryptoKey> {
+/**
+ * A key for one purpose, derived from a service secret with HKDF-SHA256 (RFC 5869): salt
+ * `svc-cloud`, `info` naming the purpose, so keys of different purposes (list cursors, signed
+ * download URLs) are independent of each other and of the secret's own use. Not extractable.
+ */
+export async function deriveServiceKey(
+  secret: string,
+  info: string,
+  algorithm: AesKeyGenParams | HmacImportParams,
+  usages: KeyUsage[],
+): Promise<CryptoKey> {
   const ikm = await crypto.subtle.importKey('raw', utf8.encode(secret), 'HKDF', false, ['deriveKey']);
-  return crypto.subtle.deriveKey(
-    { name: 'HKDF', hash: 'SHA-256', salt: utf8.encode('svc-cloud'), info: utf8.encode('list cursor v1') },
-    ikm,
-    { name: 'AES-GCM', length: 256 },
-    false,
-    ['encrypt', 'decrypt'],
-  );
+  return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt: utf8.encode('svc-cloud'), info: utf8.encode(info) }, ikm, algorithm, false, usages);
+}
+
+function deriveKey(secret: string): Promise<CryptoKey> {
+  return deriveServiceKey(secret, 'list cursor v1', { name: 'AES-GCM', length: 256 }, ['encrypt', 'decrypt']);
 }
 
 /** The 400 of every cursor that does not open, whatever the reason: nothing to tell apart. */

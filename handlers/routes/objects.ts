@@ -1,7 +1,8 @@
 /**
  * Routes: object bytes, lists and deletion (the interface contract "PUT/GET/DELETE
  * storage/objects"; docs/storage.md). Bytes never sit in memory: a PUT body is piped through the
- * byte limit into the blob store, a GET answers the store's stream.
+ * byte limit into the blob store, a GET answers the store's stream. A GET or HEAD is authorized by
+ * the owner's session or by a signed URL (docs/storage.md "Signed URLs").
  */
 import type { IRequest } from 'itty-router';
 import { tooLargeError } from '../../shared/blobs/limit.ts';
@@ -15,14 +16,19 @@ import {
   deleteObjectRequestSchema,
   listObjectsQuerySchema,
   objectKeySchema,
+  objectReadQuerySchema,
 } from '../../shared/schemas/storage.ts';
 import { parseOr400 } from '../../shared/validation.ts';
 import { requireOwnedProject, requireSession } from '../auth.ts';
 import type { Ctx, Routes } from '../context.ts';
 import { objectsPage } from '../domain/objects/buckets.ts';
+import type { ObjectAccess } from '../domain/objects/catalog.ts';
+import { putPrecondition } from '../domain/objects/conditions.ts';
 import { deleteObject } from '../domain/objects/delete.ts';
 import { putObject, type PutInput } from '../domain/objects/put.ts';
 import { readObject, type ReadResult } from '../domain/objects/read.ts';
+import { SIGNED_URL_PARAMS } from '../domain/objects/signed-urls.ts';
+import { checkSignedDownload } from '../domain/objects/tickets.ts';
 import { json, noBody, noInput, noQuery, pathParam, queryOf, readJson } from '../http.ts';
 
 /** Registers the object routes. */
@@ -42,20 +48,26 @@ export function register(router: Routes): void {
   });
 
   const read = async (request: IRequest, ctx: Ctx, withBody: boolean): Promise<Response> => {
-    const accountId = await requireSession(request, ctx);
+    const url = new URL(request.url);
+    // The credential first: a signed URL's query, else the session.
+    const signed = SIGNED_URL_PARAMS.some((name) => url.searchParams.has(name));
+    const access: ObjectAccess = signed ? await signedAccess(request, ctx, url) : { accountId: await requireSession(request, ctx) };
     const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
-    await noInput(request);
+    queryOf(url, objectReadQuerySchema);
+    await noBody(request);
     const result = await readObject(ctx.deps, {
       requestId: ctx.requestId,
-      accountId,
+      access,
       projectId,
       bucket,
       key,
       withBody,
       ifNoneMatch: request.headers.get('if-none-match'),
+      ifModifiedSince: request.headers.get('if-modified-since'),
       range: request.headers.get('range'),
+      ifRange: request.headers.get('if-range'),
       signal: request.signal,
     });
     return renderRead(result);
@@ -64,8 +76,19 @@ export function register(router: Routes): void {
   router.get('/v0/projects/:id/storage/objects/:bucket/:key+', (request, ctx) => read(request, ctx, true));
   router.head('/v0/projects/:id/storage/objects/:bucket/:key+', (request, ctx) => read(request, ctx, false));
 
+  // The contract's DELETE takes a JSON body; this form names the object in the path, as S3 and R2
+  // do. Same rules, same receipt, same answer: one domain call.
+  router.delete('/v0/projects/:id/storage/objects/:bucket/:key+', async (request, ctx) => {
+    const { accountId, project } = await requireOwnedProject(request, ctx);
+    const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
+    const key = pathParam(request.params.key, 'key', objectKeySchema);
+    await noInput(request);
+    const row = await deleteObject(ctx.deps, { requestId: ctx.requestId, accountId, project, bucket, key });
+    return json(objectView(row));
+  });
+
   // `…/objects/{bucket}/` with no key: say what is missing rather than "no route".
-  for (const method of ['put', 'get', 'head'] as const) {
+  for (const method of ['put', 'get', 'head', 'delete'] as const) {
     router[method]('/v0/projects/:id/storage/objects/:bucket', async (request, ctx) => {
       await requireOwnedProject(request, ctx);
       pathParam(request.params.bucket, 'bucket', bucketNameSchema);
@@ -78,7 +101,9 @@ export function register(router: Routes): void {
     const query = queryOf(new URL(request.url), listObjectsQuerySchema);
     await noBody(request);
     const page = await objectsPage(ctx.deps, project.id, query.bucket, query);
-    return json({ bucket: query.bucket, objects: page.items.map(objectView), next_cursor: page.next_cursor });
+    const objects = page.items.flatMap((e) => (e.kind === 'object' ? [objectView(e.record)] : []));
+    const commonPrefixes = page.items.flatMap((e) => (e.kind === 'prefix' ? [e.prefix] : []));
+    return json({ bucket: query.bucket, objects, common_prefixes: commonPrefixes, next_cursor: page.next_cursor });
   });
 
   router.delete('/v0/projects/:id/storage/objects', async (request, ctx) => {
@@ -103,6 +128,7 @@ async function parsePut(request: IRequest, ctx: Ctx): Promise<PutInput> {
   if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
   const rawType = request.headers.get('content-type');
   const contentType = rawType === null ? null : parseOr400(contentTypeSchema, rawType, 'content-type');
+  const precondition = putPrecondition(request.headers.get('if-match'), request.headers.get('if-none-match'));
   return {
     requestId: ctx.requestId,
     accountId,
@@ -111,10 +137,34 @@ async function parsePut(request: IRequest, ctx: Ctx): Promise<PutInput> {
     key,
     contentType,
     length,
+    precondition,
     body: request.body,
     signal: request.signal,
     afterAnswer: (task) => ctx.afterAnswer(task),
   };
+}
+
+/**
+ * The access a signed URL grants (docs/storage.md "Signed URLs"): checked against the object the
+ * path names, before anything else about the request. It is the request's one credential: an
+ * `Authorization` header beside it is 401, as two credentials are.
+ */
+async function signedAccess(request: IRequest, ctx: Ctx, url: URL): Promise<ObjectAccess> {
+  if (request.headers.has('authorization')) throw errors.unauthenticated('a signed URL is a credential of its own: send it without an Authorization header');
+  const one = (name: string): string | null => {
+    const values = url.searchParams.getAll(name);
+    if (values.length > 1) throw errors.unauthenticated(`the signed URL is not valid: ${name} given ${values.length} times`);
+    return values[0] ?? null;
+  };
+  let named: { projectId: string; bucket: string; key: string };
+  try {
+    named = { projectId: decodeURIComponent(request.params.id ?? ''), bucket: decodeURIComponent(request.params.bucket ?? ''), key: decodeURIComponent(request.params.key ?? '') };
+  } catch {
+    // Not a path any ticket named.
+    throw errors.unauthenticated('the signed URL is not valid');
+  }
+  await checkSignedDownload(ctx.deps, { ...named, expires: one('expires'), signature: one('signature') });
+  return { signed: true };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Storage inputs: bucket names, object keys, content types and the ticket, delete and list
- * requests (the interface contract "Bucket record", "Object catalog row", "Limits"; docs/storage.md).
+ * requests (the interface contract "Bucket record", "Object catalog row", "Limits"; docs/storage.md),
+ * and the answers.
  */
 import { z } from 'zod';
 import { ID_PATTERNS } from '../ids.ts';
@@ -20,7 +21,7 @@ export const bucketNameSchema = z
 export const objectKeySchema = z
   .string()
   .min(1, 'must be 1 to 1024 characters')
-  .refine((k) => !/[\uD800-\uDFFF]/u.test(k), 'must be valid Unicode (no lone surrogate)')
+  .refine((k) => !hasLoneSurrogate(k), 'must be valid Unicode (no lone surrogate)')
   .refine((k) => codePoints(k) <= 1024, 'must be at most 1024 characters')
   .refine((k) => k !== '.' && k !== '..', 'must not be "." or ".."');
 
@@ -38,17 +39,63 @@ export const uploadTicketRequestSchema = z.strictObject({
   content_type: contentTypeSchema.nullable().optional(),
 });
 
-/** Body of `POST …/storage/downloads`. */
-export const downloadTicketRequestSchema = z.strictObject({ bucket: bucketNameSchema, key: objectKeySchema });
+/**
+ * Body of `POST …/storage/downloads`: `signed: true` asks for a signed URL as well, valid for
+ * `expires_in` seconds (default the ticket lifetime, at most `SVCD_SIGNED_URL_MAX_SECONDS`).
+ */
+export const downloadTicketRequestSchema = z
+  .strictObject({
+    bucket: bucketNameSchema,
+    key: objectKeySchema,
+    signed: z.boolean().optional(),
+    expires_in: z.int('must be a whole number of seconds').min(1, 'must be at least 1 second').optional(),
+  })
+  .refine((b) => b.expires_in === undefined || b.signed === true, { path: ['expires_in'], message: 'is only taken with signed: true' });
 
 /** Body of `DELETE …/storage/objects`. */
 export const deleteObjectRequestSchema = z.strictObject({ bucket: bucketNameSchema, key: objectKeySchema });
 
-/** Query of `GET …/storage/objects`: a page of one bucket. */
-export const listObjectsQuerySchema = pageQuerySchema.extend({ bucket: bucketNameSchema });
+/** `prefix` of a listing: 0 to 1024 characters, like a key's beginning (empty: every key). */
+export const listPrefixSchema = z
+  .string()
+  .refine((k) => !hasLoneSurrogate(k), 'must be valid Unicode (no lone surrogate)')
+  .refine((k) => codePoints(k) <= 1024, 'must be at most 1024 characters');
+
+/** `delimiter` of a listing: 1 to 1024 characters (S3's `delimiter`, usually `/`). */
+export const listDelimiterSchema = z
+  .string()
+  .min(1, 'must be 1 to 1024 characters (leave it out to list without one)')
+  .refine((k) => !hasLoneSurrogate(k), 'must be valid Unicode (no lone surrogate)')
+  .refine((k) => codePoints(k) <= 1024, 'must be at most 1024 characters');
+
+/** Query of `GET …/storage/objects`: a page of one bucket, optionally under a prefix and rolled up at a delimiter. */
+export const listObjectsQuerySchema = pageQuerySchema.extend({
+  bucket: bucketNameSchema,
+  prefix: listPrefixSchema.optional(),
+  delimiter: listDelimiterSchema.optional(),
+});
+
+/** `true` or `false` as query text. */
+const queryFlagSchema = z
+  .string()
+  .refine((v) => v === 'true' || v === 'false', 'must be true or false')
+  .transform((v) => v === 'true');
+
+/** Query of `DELETE …/storage/buckets/{bucket}`: `force=true` deletes its objects first. */
+export const deleteBucketQuerySchema = z.strictObject({ force: queryFlagSchema.optional() });
+
+/**
+ * Query of a GET or HEAD of object bytes: nothing, or a signed URL's `expires` and `signature`
+ * (docs/storage.md "Signed URLs"; judged as a credential, not here).
+ */
+export const objectReadQuerySchema = z.strictObject({ expires: z.string().optional(), signature: z.string().optional() });
 
 /** The content type of bytes whose writer named none. */
 export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+function hasLoneSurrogate(s: string): boolean {
+  return /[\uD800-\uDFFF]/u.test(s);
+}
 
 function codePoints(s: string): number {
   let n = 0;
@@ -86,8 +133,11 @@ export const objectRowSchema = z.object({
   updated_at: timestampSchema,
 });
 
-/** Answer of `GET …/storage/objects?bucket=`: a page of one bucket's rows, by key. */
-export const objectListSchema = pageAnswerSchema('objects', objectRowSchema).extend({ bucket: bucketNameSchema });
+/**
+ * Answer of `GET …/storage/objects?bucket=`: a page of one bucket's rows, by key, and with a
+ * `delimiter` the common prefixes the page covers (S3's CommonPrefixes; always present, empty without one).
+ */
+export const objectListSchema = pageAnswerSchema('objects', objectRowSchema).extend({ bucket: bucketNameSchema, common_prefixes: z.array(z.string()) });
 
 /** Answer of `POST …/storage/uploads` (the interface contract: upload ticket). */
 export const uploadTicketSchema = z.object({
@@ -106,4 +156,6 @@ export const downloadTicketSchema = z.object({
   headers: stringMapSchema,
   expires_at: timestampSchema,
   object: objectRowSchema,
+  /** With `signed: true`: the path with `expires` and `signature`, usable without a session until `expires_at`. */
+  signed_url: z.string().optional(),
 });

@@ -3,20 +3,23 @@
  * blob, then flips the catalog row to it with a conditional write (re-reading and retrying when
  * another writer got there first), and only then deletes the blob the row used to point at, after
  * answering. A failure before the flip removes the new blob; a crash leaves at most an unreferenced
- * blob, never a row without its bytes.
+ * blob, never a row without its bytes. A conditional PUT (`If-Match`, `If-None-Match`; conditions.ts)
+ * is judged on the row the flip is conditioned on, so no other write can come between the check and
+ * the flip; a failed precondition is 409 `conflict` (docs/storage.md "Conditional requests").
  */
 import { blobName, newWriteId } from '../../../shared/blobs/names.ts';
 import type { BlobBackend, BlobStore, BlobWritten } from '../../../shared/blobs/store.ts';
 import type { ProjectRecord } from '../../../shared/db/projects.ts';
 import { newReceipt } from '../../../shared/db/receipts.ts';
-import { commitObject, getObject, type ObjectRecord } from '../../../shared/db/storage.ts';
+import { commitObject, getObject, type ObjectRecord, type PutPrecondition } from '../../../shared/db/storage.ts';
 import { errors } from '../../../shared/errors.ts';
 import { newId } from '../../../shared/ids.ts';
 import { DEFAULT_CONTENT_TYPE } from '../../../shared/schemas/storage.ts';
 import { nowIso } from '../../../shared/time.ts';
 import type { Deps } from '../../context.ts';
 import { discardBlob, earlyStore, storeFor } from './blobs.ts';
-import { FLIP_ATTEMPTS, backOff, ownedWith } from './catalog.ts';
+import { FLIP_ATTEMPTS, backOff, closedBucket, ownedWith } from './catalog.ts';
+import { isConditional, preconditionFailure } from './conditions.ts';
 
 /** A PUT of `bucket/key`, its size limit already checked against the declared length. */
 export interface PutInput {
@@ -29,6 +32,8 @@ export interface PutInput {
   contentType: string | null;
   /** The declared `Content-Length`, or null when the body streams without one. */
   length: number | null;
+  /** `If-Match` and `If-None-Match`, parsed (conditions.ts `putPrecondition`). */
+  precondition: PutPrecondition;
   body: ReadableStream<Uint8Array> | null;
   signal: AbortSignal;
   /** Runs `task` once the answer has gone out (the replaced blob's deletion). */
@@ -49,7 +54,7 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
   } catch (error) {
     return { kind: 'refused', error };
   }
-  const { requestId, accountId, bucket, key, contentType } = input;
+  const { requestId, accountId, bucket, key, contentType, precondition } = input;
   const { project, backend, current, store } = prepared;
 
   // 1. The bytes, into a blob nobody references yet (already written when the write could start
@@ -59,6 +64,12 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
   // 2. The conditional flip of the row to that blob, with its receipt.
   let prev = current;
   for (let attempt = 1; ; attempt++) {
+    // Judged again on every row read: the flip below is conditioned on exactly this row.
+    const failed = preconditionFailure(precondition, prev, bucket, key);
+    if (failed !== null) {
+      await discardBlob(deps, requestId, project, backend, name, store);
+      throw errors.conflict(failed);
+    }
     const at = nowIso(deps.now());
     const next: ObjectRecord = {
       id: prev?.id ?? newId('obj'),
@@ -78,7 +89,7 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
     const receipt = newReceipt({ project: project.id, op: 'object.put', target: `${bucket}/${key}`, actor: accountId, request_id: requestId, at });
     let flipped: boolean;
     try {
-      flipped = await commitObject(deps.db, next, prev, receipt);
+      flipped = await commitObject(deps.db, next, prev, receipt, precondition);
     } catch (err) {
       await discardBlob(deps, requestId, project, backend, name, store);
       throw err;
@@ -144,10 +155,15 @@ async function preparePut(
   const backend = deps.settings.SVCD_BLOB_BACKEND;
   const reads = ownedWith(deps, accountId, projectId, bucket, key);
 
-  const early = deps.placement.ownerOf(projectId) === accountId ? earlyStore(deps, requestId, projectId, backend) : null;
+  // A conditional PUT is judged before any byte is written: it may well be refused (create-only).
+  const early =
+    deps.placement.ownerOf(projectId) === accountId && !isConditional(input.precondition) ? earlyStore(deps, requestId, projectId, backend) : null;
   if (!early) {
     const { project, bucket: bucketRecord, object: current } = await reads;
-    if (!bucketRecord) throw errors.notFound(`bucket ${bucket} not found`);
+    const closed = closedBucket(bucketRecord, bucket);
+    if (closed) throw closed;
+    const failed = preconditionFailure(input.precondition, current, bucket, key);
+    if (failed !== null) throw errors.conflict(failed);
     const store = await storeFor(deps, requestId, project, backend);
     return { project, backend, current, store, blob: null };
   }
@@ -156,11 +172,9 @@ async function preparePut(
   // the header's; the row's is decided at the flip as always.
   const writing = writeBlob(deps, early.store, input, input.contentType);
   const [read, wrote] = await Promise.allSettled([reads, writing]);
-  let refusal: unknown = null;
-  if (read.status === 'rejected') refusal = read.reason;
-  else if (!read.value.bucket) refusal = errors.notFound(`bucket ${bucket} not found`);
+  let refusal: unknown = read.status === 'rejected' ? read.reason : closedBucket(read.value.bucket, bucket);
   // Tenants never move, so a remembered placement cannot be wrong; should it be, nothing is kept.
-  else if (early.agentId !== null && read.value.project.agent_id !== early.agentId) refusal = errors.upstream(`project ${projectId} is not on host agent ${early.agentId}, retry`);
+  if (refusal === null && read.status === 'fulfilled' && early.agentId !== null && read.value.project.agent_id !== early.agentId) refusal = errors.upstream(`project ${projectId} is not on host agent ${early.agentId}, retry`);
   if (refusal !== null) {
     if (wrote.status === 'fulfilled') {
       const { name } = wrote.value;
@@ -174,3 +188,4 @@ async function preparePut(
   const { project, object: current } = (read as PromiseFulfilledResult<Awaited<typeof reads>>).value;
   return { project, backend, current, store: early.store, blob: wrote.value };
 }
+

@@ -1,6 +1,6 @@
-/** Ranges and conditionals of a read, on plain values (RFC 9110 §13.1.2, §14). */
+/** Ranges of a read, on plain values (RFC 9110 §14); its conditionals are conditions.test.ts. */
 import { describe, expect, it } from 'vitest';
-import { noneMatch, resolveRange } from './read.ts';
+import { resolveRange } from './read.ts';
 
 describe('resolveRange', () => {
   it('answers the whole object without a header, for another unit, several ranges or a malformed one', () => {
@@ -27,20 +27,5 @@ describe('resolveRange', () => {
     expect(resolveRange('bytes=-0', 10)).toBe('unsatisfiable');
     expect(resolveRange('bytes=-1', 0)).toBe('unsatisfiable');
     expect(resolveRange('bytes=0-', 0)).toBe('unsatisfiable');
-  });
-});
-
-describe('noneMatch', () => {
-  it('matches the quoted etag, weak or strong, in a list, and `*` matches any', () => {
-    expect(noneMatch('"abc"', 'abc')).toBe(true);
-    expect(noneMatch('W/"abc"', 'abc')).toBe(true);
-    expect(noneMatch('"x", "abc"', 'abc')).toBe(true);
-    expect(noneMatch(' * ', 'abc')).toBe(true);
-  });
-
-  it('does not match without a header, another etag, or an unquoted one', () => {
-    expect(noneMatch(null, 'abc')).toBe(false);
-    expect(noneMatch('"abd"', 'abc')).toBe(false);
-    expect(noneMatch('abc', 'abc')).toBe(false);
   });
 });

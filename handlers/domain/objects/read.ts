@@ -1,25 +1,29 @@
 /**
- * Reading an object's bytes: conditionals and ranges (RFC 9110 §13.1.2, §14), and a row followed
- * when a replace deleted the blob just read from it (docs/storage.md "Nothing lost").
+ * Reading an object's bytes: conditionals and ranges (RFC 9110 §13, §14; conditions.ts), by the
+ * owner's session or a signed URL, and a row followed when a replace deleted the blob just read
+ * from it (docs/storage.md "Nothing lost").
  */
 import type { BlobBytes, ByteRange } from '../../../shared/blobs/store.ts';
 import { getBucket, getObject, type ObjectRecord } from '../../../shared/db/storage.ts';
 import { errors } from '../../../shared/errors.ts';
 import type { Deps } from '../../context.ts';
 import { storeFor } from './blobs.ts';
-import { notFoundObject, ownedWith } from './catalog.ts';
+import { accessWith, notFoundObject, type ObjectAccess } from './catalog.ts';
+import { notModified, rangeApplies } from './conditions.ts';
 
 /** A GET or HEAD of `bucket/key`, as the domain needs it. */
 export interface ReadInput {
   requestId: string;
-  accountId: string;
+  access: ObjectAccess;
   projectId: string;
   bucket: string;
   key: string;
   /** False for HEAD: the answer is decided, no byte is read. */
   withBody: boolean;
   ifNoneMatch: string | null;
+  ifModifiedSince: string | null;
   range: string | null;
+  ifRange: string | null;
   signal: AbortSignal;
 }
 
@@ -31,13 +35,6 @@ export type ReadResult =
   | { kind: 'not-modified'; row: ObjectRecord }
   | { kind: 'unsatisfiable'; row: ObjectRecord }
   | { kind: 'bytes'; row: ObjectRecord; range: ByteRange | null; bytes: BlobBytes | null };
-
-/** True when an `If-None-Match` value matches `etag` (weak comparison, `*` matches any). */
-export function noneMatch(header: string | null, etag: string): boolean {
-  if (header === null) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === `"${etag}"`);
-}
 
 /**
  * Resolves a `Range` header against `size`: a range, 'unsatisfiable', or null to answer the whole
@@ -64,8 +61,8 @@ export function resolveRange(header: string | null, size: number): ByteRange | '
 
 /** Reads `bucket/key` of the caller's project (project, bucket and row in one round trip). */
 export async function readObject(deps: Deps, input: ReadInput): Promise<ReadResult> {
-  const { requestId, accountId, projectId, bucket, key } = input;
-  const { project, bucket: bucketRecord, object: first } = await ownedWith(deps, accountId, projectId, bucket, key);
+  const { requestId, access, projectId, bucket, key } = input;
+  const { project, bucket: bucketRecord, object: first } = await accessWith(deps, access, projectId, bucket, key);
   let row = first;
   // A replace may delete the blob just read from the row: re-read the row and follow it.
   for (let attempt = 1; ; attempt++) {
@@ -75,8 +72,9 @@ export async function readObject(deps: Deps, input: ReadInput): Promise<ReadResu
       throw notFoundObject(bucket, key);
     }
     if (row.state !== 'stored' || row.blob === null) throw notFoundObject(bucket, key, true);
-    if (noneMatch(input.ifNoneMatch, row.etag)) return { kind: 'not-modified', row };
-    const range = resolveRange(input.range, row.size);
+    if (notModified(input.ifNoneMatch, input.ifModifiedSince, row)) return { kind: 'not-modified', row };
+    // A Range whose If-Range no longer holds answers the whole object (RFC 9110 §13.1.5).
+    const range = rangeApplies(input.ifRange, row) ? resolveRange(input.range, row.size) : null;
     if (range === 'unsatisfiable') return { kind: 'unsatisfiable', row };
     if (!input.withBody) return { kind: 'bytes', row, range, bytes: null };
     const store = await storeFor(deps, requestId, project, row.backend);
