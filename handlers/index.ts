@@ -104,6 +104,8 @@ export function createApp(deps: Deps): App {
  */
 function refuseTrailingSlash(request: Request): void {
   const path = new URL(request.url).pathname;
+  // An invocation's path after `/invoke` is the function's own (docs/functions.md "Invoke"): it may end with one too.
+  if (/^\/v0\/projects\/[^/]+\/functions\/[^/]+\/invoke\//.test(path)) return;
   if (path.length > 1 && path.endsWith('/') && path.startsWith('/v0/') && !/^\/v0\/projects\/[^/]+\/storage\/objects\/[^/]+\/./.test(path)) {
     throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
   }

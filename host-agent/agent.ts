@@ -28,6 +28,10 @@ import * as blobRoutes from './routes/blobs.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
+import * as functionRoutes from './routes/functions.ts';
+import { fsStoreOf } from './routes/blobs.ts';
+import { moduleBlobStore } from './functions/modules.ts';
+import { FunctionRuntime } from './functions/runtime.ts';
 import { sweepLeftovers } from './sweep.ts';
 import { AgentMetrics, startMetricsListener } from './metrics.ts';
 import type { Log } from '../shared/log.ts';
@@ -75,6 +79,17 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     framing: 'http-chunked',
     log,
   });
+  // Project functions (docs/functions.md); their module bytes go to the deployment's blob store.
+  const functions = new FunctionRuntime({
+    settings,
+    db,
+    agentId,
+    root,
+    secrets,
+    blobs: () => moduleBlobStore(settings, () => fsStoreOf(ctx)),
+    log,
+    now,
+  });
   const tenants = new Tenants({
     settings,
     db,
@@ -85,6 +100,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     log,
     now,
     emit: (projectId, event, payload) => realtime.emitSystem(projectId, event, payload),
+    inFlightInvocations: (projectId) => functions.inFlight(projectId),
   });
   const ctx: AgentContext = {
     settings,
@@ -104,6 +120,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     secrets,
     realtime,
     tenants,
+    functions,
     // Read at scrape time from what the parts already count (host-agent/metrics.ts).
     metrics: new AgentMetrics({
       runningTenants: () => tenants.runningProjects().length,
@@ -116,9 +133,10 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   await tenants.start();
   // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
   const sweeping = sweepLeftovers(ctx, started);
+  const sweepingFunctions = functions.start();
 
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -126,6 +144,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     onError: (err) => log(`agent: internal request failed: ${(err as Error).stack ?? err}`),
   });
   realtimeRoutes.attachSubscribeStream(internal.server, ctx);
+  functionRoutes.attachInvokeStream(internal.server, ctx);
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
   // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
@@ -199,6 +218,9 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
         await Promise.all(servers.map((s) => s.close()));
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.
         await within(sweeping, 5000);
+        await within(sweepingFunctions, 5000);
+        // Function workers end with the agent (an invocation in flight is lost, never replayed).
+        await ctx.functions.stop();
         // Then every engine, gracefully, each under the stop timeout; their states recorded `sleeping`.
         await ctx.tenants.stopAll();
       })();

@@ -8,6 +8,7 @@ import type { RealtimeHub } from './realtime/hub.ts';
 import type { PinView } from './tenants/pin.ts';
 import type { Tenants } from './tenants/tenants.ts';
 import type { AgentMetrics } from './metrics.ts';
+import type { FunctionRuntime } from './functions/runtime.ts';
 
 /** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -28,6 +29,8 @@ export interface AgentContext {
   readonly keyCache: KeyCache;
   /** The tenants supervisor: engine processes, lifecycle, snapshots, restore (host-agent/tenants/). */
   readonly tenants: Tenants;
+  /** Project functions: deploys, invocations, their workers and logs (host-agent/functions/; docs/functions.md). */
+  readonly functions: FunctionRuntime;
   /** The agent's Prometheus metrics (host-agent/metrics.ts; docs/observability.md "Metrics"). */
   readonly metrics: AgentMetrics;
 }

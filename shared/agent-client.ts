@@ -19,6 +19,11 @@ export interface CallOptions {
   raw?: { body: ReadableStream<Uint8Array> | Uint8Array | null; headers?: Record<string, string> };
   requestId?: string;
   signal?: AbortSignal;
+  /**
+   * Answer the agent's response whatever its status, as a relay does (a function's own answer,
+   * docs/functions.md "Invoke"): an error envelope is then the caller's to pass on.
+   */
+  passThrough?: boolean;
 }
 
 /** The client handlers use to reach host agents. */
@@ -50,6 +55,8 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
         headers,
         body,
         signal: options.signal,
+        // An agent never redirects; a relayed answer's redirect is the client's to follow.
+        redirect: 'manual',
         // Streams need half duplex in Node's fetch; workers ignore the field.
         ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
       } as RequestInit);
@@ -57,7 +64,7 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
       if (options.signal?.aborted) throw err;
       throw errors.orchestrator(`host agent ${agent.agent_id} is unreachable`);
     }
-    if (!response.ok) throw await toServiceError(response, agent);
+    if (!response.ok && !options.passThrough) throw await toServiceError(response, agent);
     return response;
   }
 

@@ -8,6 +8,7 @@ import { ServiceError, errors } from '../../shared/errors.ts';
 import { sealSecret } from '../../shared/secrets-crypto.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { Deps } from '../context.ts';
+import { tellSecretsChanged } from './functions.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
 
 /** Who changes which secret, for the receipt. */
@@ -23,7 +24,10 @@ export async function putProjectSecret(deps: Deps, input: SecretChangeInput & { 
   const ring = deps.secrets;
   if (!ring) throw new ServiceError('not_implemented', 'function secrets are not configured on this deployment (SVCD_SECRETS_KEYS)');
   const sealed = await sealSecret(ring, input.projectId, input.name, input.value);
-  return putSecret(deps.db, changeOf(deps, input), sealed);
+  const put = await putSecret(deps.db, changeOf(deps, input), sealed);
+  // Before answering: the next invocation after this answer sees the new set (docs/functions.md "Environment").
+  await tellSecretsChanged(deps, input.requestId, input.projectId);
+  return put;
 }
 
 /** One page of the project's secrets (metadata only). */
@@ -39,8 +43,10 @@ export async function projectSecret(deps: Deps, projectId: string, name: string)
 }
 
 /** Deletes a secret; answers its metadata as it was. */
-export function deleteProjectSecret(deps: Deps, input: SecretChangeInput): Promise<SecretMetadata> {
-  return deleteSecret(deps.db, changeOf(deps, input));
+export async function deleteProjectSecret(deps: Deps, input: SecretChangeInput): Promise<SecretMetadata> {
+  const deleted = await deleteSecret(deps.db, changeOf(deps, input));
+  await tellSecretsChanged(deps, input.requestId, input.projectId);
+  return deleted;
 }
 
 function changeOf(deps: Deps, input: SecretChangeInput) {

@@ -9,44 +9,23 @@
  *
  * The answer holds secret values: it is never logged, and any failure names the secret and key id only.
  */
-import { loadSealedSecrets, RESERVED_ENV_NAMES } from '../../shared/db/secrets.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { functionEnvRequestSchema } from '../../shared/schemas/secrets.ts';
-import { openSecret } from '../../shared/secrets-crypto.ts';
 import type { AgentContext } from '../context.ts';
+import { invocationEnv, readSecretSet, type InvocationTarget } from '../functions/env.ts';
 import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 
-/** What an invocation is for. */
-export interface InvocationTarget {
-  projectId: string;
-  functionName: string;
-  cloudOrigin: string;
-}
+export type { InvocationTarget } from '../functions/env.ts';
 
 /**
  * The environment of one invocation of `target`: decrypted secrets in name order, then the three
- * variables the service owns. Throws when a secret cannot be decrypted (its key id left the ring, or
- * the ciphertext was altered): an invocation never runs with a secret silently missing.
+ * variables the service owns (host-agent/functions/env.ts, which invocations use). Throws when a
+ * secret cannot be decrypted (its key id left the ring, or the ciphertext was altered): an invocation
+ * never runs with a secret silently missing.
  */
-export async function functionEnvironment(ctx: AgentContext, target: InvocationTarget): Promise<Record<string, string>> {
-  const env: Record<string, string> = {};
-  const secrets = await loadSealedSecrets(ctx.db, target.projectId);
-  if (secrets.length > 0 && !ctx.secrets) {
-    throw new Error(`host agent ${ctx.agentId} has no SVCD_SECRETS_KEYS: cannot decrypt the secrets of project ${target.projectId}`);
-  }
-  for (const s of secrets) env[s.name] = await openSecret(ctx.secrets!, target.projectId, s.name, s.sealed);
-  // Set last, after removing any same-named entry, so they are both authoritative and last in order.
-  const fixed: Record<(typeof RESERVED_ENV_NAMES)[number], string> = {
-    PROJECT_ID: target.projectId,
-    FUNCTION_NAME: target.functionName,
-    CLOUD_ORIGIN: target.cloudOrigin,
-  };
-  for (const name of RESERVED_ENV_NAMES) {
-    delete env[name];
-    env[name] = fixed[name];
-  }
-  return env;
+export async function functionEnvironment(ctx: Pick<AgentContext, 'db' | 'secrets' | 'agentId'>, target: InvocationTarget): Promise<Record<string, string>> {
+  return invocationEnv(await readSecretSet(ctx, target.projectId), target);
 }
 
 /** Registers the function-env route. */

@@ -32,4 +32,6 @@ function forgetProject(ctx: AgentContext, projectId: string, keyIds: string[]): 
     ctx.realtime.closeKey(keyId);
   }
   ctx.realtime.closeProject(projectId);
+  // Its function workers end and none of its functions is served again (docs/functions.md).
+  ctx.functions.forgetProject(projectId);
 }

@@ -61,6 +61,8 @@ export interface TenantsDeps {
   emit?: EmitLifecycle;
   /** Poll interval for engines adopted from a previous agent (their exit cannot be awaited). */
   adoptedPollMs?: number;
+  /** Function invocations of a project in flight now (host-agent/functions/runtime.ts; default: none). */
+  inFlightInvocations?: (projectId: string) => number;
 }
 
 /** A restore as done: the state recorded after it, and what it did. */
@@ -370,6 +372,7 @@ export class Tenants {
    */
   busyWith(projectId: string): string | null {
     if (this.snapshotsBusy(projectId)) return 'a snapshot or restore of the project is in progress';
+    if ((this.#deps.inFlightInvocations?.(projectId) ?? 0) > 0) return 'a function invocation of the project is in progress';
     return null;
   }
 

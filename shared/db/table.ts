@@ -59,6 +59,8 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
  * | bucket    | PRJ#<prj>          | BKT#<bucket>        |                 |                          |
  * | object    | PRJ#<prj>          | OBJ#<bucket>#<part> |                 |                          |
+ * | function  | PRJ#<prj>          | FN#<name>           |                 |                          |
+ * | fn-version| PRJ#<prj>          | FNV#<name>#<gen>#<v>|                 |                          |
  * | rt-ticket | RTT#<sha256>       | RTT                 |                 |                          |
  *
  * Everything a project owns lives in its partition `PRJ#<prj>` under its own sort-key prefix.
@@ -87,6 +89,17 @@ export const keys = {
   bucket: (projectId: string, bucket: string) => ({ pk: `PRJ#${projectId}`, sk: `BKT#${bucket}` }),
   /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
   objectsOf: (projectId: string) => ({ pk: `PRJ#${projectId}` }),
+  /** A function's current version (shared/db/functions.ts). */
+  fn: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `FN#${name}` }),
+  /**
+   * One deployed version of a function: `<gen>` is the generation of the function it belongs to (a
+   * function deleted and deployed again starts a new one), `<v>` the version zero-padded to 10 digits
+   * so the sort key orders versions.
+   */
+  fnVersion: (projectId: string, name: string, generation: string, version: number) => ({
+    pk: `PRJ#${projectId}`,
+    sk: `FNV#${name}#${generation}#${String(version).padStart(10, '0')}`,
+  }),
   /** A realtime ticket, by the SHA-256 of its secret (shared/db/realtime-tickets.ts): the table never holds a usable ticket. */
   realtimeTicket: (hash: string) => ({ pk: `RTT#${hash}`, sk: 'RTT' }),
 } as const;

@@ -1,0 +1,168 @@
+/**
+ * Routes: functions (docs/functions.md; the four `function_*` codes of the contract's "Errors").
+ *
+ *   PUT    /v0/projects/{id}/functions/{name}            deploy (owner session; the module as raw bytes)
+ *   GET    /v0/projects/{id}/functions                   list (paginated)
+ *   GET    /v0/projects/{id}/functions/{name}            read
+ *   GET    /v0/projects/{id}/functions/{name}/versions   versions, newest first (paginated)
+ *   DELETE /v0/projects/{id}/functions/{name}            delete (invocations in flight finish)
+ *   GET    /v0/projects/{id}/functions/{name}/logs       the last lines of its console (`tail`)
+ *   any    /v0/projects/{id}/functions/{name}/invoke[/{rest}]  invoke (owner session or a project key)
+ *
+ * The rules are in handlers/domain/functions.ts; the host agent of the project runs the functions.
+ */
+import type { IRequest } from 'itty-router';
+import { parseBearer } from '../../shared/auth.ts';
+import { errorResponse, errors } from '../../shared/errors.ts';
+import { answerWhileDraining } from '../../shared/http/linger.ts';
+import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
+import {
+  deployQuerySchema,
+  FUNCTION_LOG_TAIL_DEFAULT,
+  functionLogsQuerySchema,
+  functionNameSchema,
+  isModuleMediaType,
+  MODULE_MEDIA_TYPES,
+  settingsOf,
+} from '../../shared/schemas/functions.ts';
+import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
+import type { Ctx, Routes } from '../context.ts';
+import {
+  authorizeInvoker,
+  deleteFunction,
+  deployFunction,
+  functionLogs,
+  functionVersions,
+  invokeFunction,
+  listProjectFunctions,
+  projectFunction,
+  type DeployInput,
+} from '../domain/functions.ts';
+import { json, noBody, noInput, pathParam, queryOf } from '../http.ts';
+
+const FUNCTIONS_PATH = '/v0/projects/:id/functions';
+const FUNCTION_PATH = `${FUNCTIONS_PATH}/:name`;
+/** The methods an invocation may use (a preflight is answered by the service, docs/api.md "Browsers and CORS"). */
+export const INVOKE_METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options'] as const;
+/** `…/invoke` with what precedes it, to cut the path remainder from. */
+const INVOKE_PREFIX = /^\/v0\/projects\/[^/]+\/functions\/[^/]+\/invoke/;
+
+/** Registers the function routes. */
+export function register(router: Routes): void {
+  router.put(FUNCTION_PATH, async (request, ctx) => {
+    // A refusal before the body is read is answered while the body is drained (shared/http/linger.ts).
+    let input: DeployInput;
+    try {
+      input = await parseDeploy(request, ctx);
+    } catch (err) {
+      return refuse(request, ctx, err);
+    }
+    const deployed = await deployFunction(ctx.deps, input);
+    return json(deployed.function, deployed.created ? 201 : 200);
+  });
+
+  router.get(FUNCTIONS_PATH, async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const query = queryOf(new URL(request.url), pageQuerySchema);
+    await noBody(request);
+    const page = await listProjectFunctions(ctx.deps, project.id, query);
+    return json({ functions: page.items, next_cursor: page.next_cursor });
+  });
+
+  router.get(FUNCTION_PATH, async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.name, 'name', functionNameSchema);
+    await noInput(request);
+    return json(await projectFunction(ctx.deps, project.id, name));
+  });
+
+  router.get(`${FUNCTION_PATH}/versions`, async (request, ctx) => {
+    const { project } = await requireOwnedProject(request, ctx);
+    const name = pathParam(request.params.name, 'name', functionNameSchema);
+    const query = queryOf(new URL(request.url), pageQuerySchema);
+    await noBody(request);
+    const page = await functionVersions(ctx.deps, project.id, name, query);
+    return json({ versions: page.items, next_cursor: page.next_cursor });
+  });
+
+  router.delete(FUNCTION_PATH, async (request, ctx) => {
+    const owned = await requireProjectForAgent(request, ctx);
+    const name = pathParam(request.params.name, 'name', functionNameSchema);
+    await noInput(request);
+    return json(await deleteFunction(ctx.deps, { ...owned, requestId: ctx.requestId, accountId: owned.project.owner, name }));
+  });
+
+  router.get(`${FUNCTION_PATH}/logs`, async (request, ctx) => {
+    const owned = await requireProjectForAgent(request, ctx);
+    const name = pathParam(request.params.name, 'name', functionNameSchema);
+    const query = queryOf(new URL(request.url), functionLogsQuerySchema);
+    await noBody(request);
+    const logs = await functionLogs(ctx.deps, { ...owned, requestId: ctx.requestId, name, tail: query.tail ?? FUNCTION_LOG_TAIL_DEFAULT });
+    return json(logs, 200, { 'cache-control': 'no-store' });
+  });
+
+  for (const method of INVOKE_METHODS) {
+    router[method](`${FUNCTION_PATH}/invoke`, invoke);
+    router[method](`${FUNCTION_PATH}/invoke/:rest+`, invoke);
+  }
+}
+
+async function invoke(request: IRequest, ctx: Ctx): Promise<Response> {
+  const invoker = await authorizeInvoker(ctx.deps, { token: parseBearer(request.headers), projectIdParam: request.params.id });
+  const name = pathParam(request.params.name, 'name', functionNameSchema);
+  const url = new URL(request.url);
+  return invokeFunction(ctx.deps, {
+    requestId: ctx.requestId,
+    invoker,
+    name,
+    method: request.method,
+    rest: url.pathname.replace(INVOKE_PREFIX, ''),
+    search: url.search,
+    headers: request.headers,
+    body: request.body,
+    origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
+    signal: request.signal,
+  });
+}
+
+/** The deploy's input, checked in order (credential, id, ownership, name, query, type, length); none reads the body. */
+async function parseDeploy(request: IRequest, ctx: Ctx): Promise<DeployInput> {
+  const owned = await requireProjectForAgent(request, ctx);
+  const name = pathParam(request.params.name, 'name', functionNameSchema);
+  const url = new URL(request.url);
+  const settings = settingsOf(queryOf(url, deployQuerySchema));
+  if (!isModuleMediaType(request.headers.get('content-type'))) {
+    throw errors.invalid(`content-type: must be ${MODULE_MEDIA_TYPES.join(' or ')} (the module's source as raw bytes)`);
+  }
+  const length = declaredLength(request);
+  const maxBytes = ctx.deps.settings.SVCD_FUNCTION_MAX_BYTES;
+  // Refused before a byte is read (docs/functions.md "Deploy").
+  if (length !== null && length > maxBytes) throw errors.tooLarge(`body: the module exceeds the limit of ${maxBytes} bytes (SVCD_FUNCTION_MAX_BYTES)`);
+  return {
+    ...owned,
+    requestId: ctx.requestId,
+    accountId: owned.project.owner,
+    name,
+    settings,
+    body: request.body,
+    length,
+    origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
+    signal: request.signal,
+  };
+}
+
+/** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */
+function declaredLength(request: Request): number | null {
+  const raw = request.headers.get('content-length');
+  if (raw === null) return null;
+  if (!/^\d{1,16}$/.test(raw.trim())) throw errors.invalid('content-length: must be a non-negative integer');
+  return Number(raw.trim());
+}
+
+/** Answers a refusal while discarding the unread body, else as any error. */
+function refuse(request: Request, ctx: Ctx, err: unknown): Response {
+  if (request.body && !request.bodyUsed && !request.body.locked) {
+    return answerWhileDraining(errorResponse(err, ctx.requestId, ctx.deps.log), request.body);
+  }
+  throw err;
+}

@@ -1,0 +1,185 @@
+/**
+ * The program of a function worker (docs/functions.md "Workers"): one Node process per worker,
+ * started by the host agent under Node's permission model (read access to this program and the one
+ * module, nothing else). It imports only `node:` builtins, so nothing else needs to be readable; the
+ * agent runs it as JavaScript (types stripped once at the agent's start, host-agent/functions/spawn.ts).
+ *
+ *   argv: <mode: serve | check> <module path>
+ *   fd 0: the start message, JSON `{env, origin}`, then end of file
+ *   fd 1, fd 2: the function's console (the agent keeps it as the function's log, secrets redacted)
+ *   fd 3: HTTP/1.1 from the agent, one request at a time (serve); the worker exits when it closes
+ *   fd 4: one JSON line to the agent: `{"ok":true}` once the module is loaded and checked, or
+ *         `{"ok":false,"problem":"…"}` (then the worker exits)
+ *
+ * The environment is set here, from the start message, before the module is imported: the process
+ * itself starts with an empty one, so nothing of the agent's reaches it and no variable the project
+ * defines (`NODE_OPTIONS`, say) is ever read by Node as its own.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
+
+/** What the agent hands a worker at start. */
+interface StartMessage {
+  env: Record<string, string>;
+  origin: string;
+}
+
+/** The shape the module's default export must have (docs/functions.md "Module shape"). */
+interface FetchHandler {
+  fetch(request: Request, env: Readonly<Record<string, string>>, ctx: InvocationContext): unknown;
+}
+
+/** The third argument of `fetch`, as in Workers. */
+interface InvocationContext {
+  waitUntil(task: unknown): void;
+  passThroughOnException(): void;
+}
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never handed to the function nor taken from its answer. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+/** The function's own `Content-Encoding` travels renamed (shared/schemas/functions.ts FUNCTION_HEADERS). */
+const CONTENT_ENCODING_AS = 'x-svc-fn-content-encoding';
+
+const [mode, modulePath] = process.argv.slice(2) as [string, string];
+const control = new Socket({ fd: 4, readable: false, writable: true });
+
+/** Tells the agent how the start went; a failed start ends the worker. */
+function report(ok: boolean, problem?: string): void {
+  control.write(`${JSON.stringify(ok ? { ok } : { ok, problem })}\n`);
+  if (!ok || mode === 'check') control.end(() => process.exit(ok ? 0 : 1));
+}
+
+/** One line about an error, without the agent's paths: `SyntaxError: Unexpected token (line 3)`. */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return `the module threw ${typeof err === 'string' ? JSON.stringify(err.slice(0, 200)) : typeof err}`;
+  const url = pathToFileURL(modulePath).href;
+  const at = (err.stack ?? '').split('\n').find((l) => l.includes(url));
+  const line = at ? /:(\d+)(?::\d+)?\)?\s*$/.exec(at)?.[1] : undefined;
+  return `${err.name}: ${err.message.split(url).join('module')}${line ? ` (line ${line})` : ''}`.slice(0, 500);
+}
+
+async function readStart(): Promise<StartMessage> {
+  let text = '';
+  for await (const chunk of process.stdin) text += String(chunk);
+  return JSON.parse(text) as StartMessage;
+}
+
+/** What the function may not do even within its permissions: signal other processes (docs/functions.md "Isolation"). */
+function lockDown(): void {
+  const refuse = () => {
+    throw new Error('process.kill is not available to functions');
+  };
+  for (const name of ['kill', '_kill']) Object.defineProperty(process, name, { value: refuse, writable: false, configurable: false });
+}
+
+const start = await readStart();
+for (const name of Object.keys(process.env)) delete process.env[name];
+Object.assign(process.env, start.env);
+const env = Object.freeze({ ...start.env });
+lockDown();
+process.on('unhandledRejection', (reason) => console.error('Unhandled rejection:', reason));
+process.on('uncaughtException', (err) => {
+  console.error('Uncaught exception:', err);
+  process.exit(70);
+});
+
+let handler: FetchHandler;
+try {
+  const mod = (await import(pathToFileURL(modulePath).href)) as { default?: unknown };
+  const candidate = mod.default as Partial<FetchHandler> | null | undefined;
+  if (candidate === null || (typeof candidate !== 'object' && typeof candidate !== 'function') || typeof candidate.fetch !== 'function') {
+    throw new TypeError('the module has no default export with a fetch method (export default { fetch(request, env, ctx) { … } })');
+  }
+  handler = candidate as FetchHandler;
+} catch (err) {
+  const problem = err instanceof TypeError && err.message.startsWith('the module has no default') ? err.message : describe(err);
+  if (mode === 'serve') console.error(`The module failed to load: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  report(false, problem);
+  await new Promise(() => {});
+}
+if (mode === 'check') {
+  report(true);
+  await new Promise(() => {});
+}
+
+/** Answers the one error the worker itself gives: the function's output was not an answer. */
+function badOutput(res: ServerResponse, message: string): void {
+  const body = JSON.stringify({ error: { code: 'function_bad_output', message } });
+  res.writeHead(502, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function requestOf(req: IncomingMessage, res: ServerResponse): Request {
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) headers.append(raw[i]!, raw[i + 1]!);
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  // Concatenated, not resolved: a path starting `//` stays a path.
+  return new Request(`${start.origin}${req.url ?? '/'}`, {
+    method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+    signal: controller.signal,
+    ...(hasBody ? { duplex: 'half' } : {}),
+  } as RequestInit);
+}
+
+async function respond(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
+  const head: string[] = [];
+  for (const [name, value] of response.headers) {
+    if (HOP_BY_HOP.has(name) || name === CONTENT_ENCODING_AS) continue;
+    head.push(name === 'content-encoding' ? CONTENT_ENCODING_AS : name, value);
+  }
+  res.writeHead(response.status, response.statusText || undefined, head);
+  if (!response.body || req.method === 'HEAD') {
+    res.end();
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  await pipeline(Readable.fromWeb(response.body as never), res);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const waiting: Promise<unknown>[] = [];
+  const ctx: InvocationContext = {
+    waitUntil(task) {
+      waiting.push(Promise.resolve(task).catch((err: unknown) => console.error('waitUntil task failed:', err)));
+    },
+    passThroughOnException() {},
+  };
+  let response: unknown;
+  try {
+    response = await handler.fetch(requestOf(req, res), env, ctx);
+  } catch (err) {
+    console.error('Uncaught (in fetch):', err);
+    return badOutput(res, 'the function threw an exception (see its logs)');
+  }
+  if (!(response instanceof Response)) {
+    console.error(`fetch returned ${response === null ? 'null' : typeof response}, not a Response`);
+    return badOutput(res, 'the function returned a value that is not a Response');
+  }
+  try {
+    await respond(req, res, response);
+  } catch (err) {
+    console.error('The response body failed:', err);
+    res.destroy();
+  }
+}
+
+const http = new Socket({ fd: 3, readable: true, writable: true });
+const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0, maxHeaderSize: 64 * 1024 }, (req, res) => {
+  void handle(req, res);
+});
+server.keepAliveTimeout = 0;
+// The agent's end of the pipe closing means the agent is gone or retired this worker.
+http.once('close', () => process.exit(0));
+server.emit('connection', http);
+report(true);
