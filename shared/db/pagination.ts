@@ -82,3 +82,21 @@ export async function queryPage(
 export function tableKeyOf(item: Item): KeyMap {
   return { pk: item.pk, sk: item.sk };
 }
+
+/**
+ * Runs `query` to the end of its result, handing each of DynamoDB's pages to `visit` in order;
+ * `visit` answers true to stop there. For reads that need every item of a key range (a sweep, a
+ * purge), not for the lists a client pages through (queryPage).
+ */
+export async function queryEach(
+  db: Db,
+  query: Omit<QueryCommandInput, 'ExclusiveStartKey'>,
+  visit: (items: Item[]) => boolean | void | Promise<boolean | void>,
+): Promise<void> {
+  let start: KeyMap | undefined;
+  do {
+    const out = await db.doc.send(new QueryCommand({ ...query, ExclusiveStartKey: start }));
+    if ((await visit(out.Items ?? [])) === true) return;
+    start = out.LastEvaluatedKey;
+  } while (start);
+}

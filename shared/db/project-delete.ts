@@ -14,11 +14,12 @@
  * `deleted`, leaves the index, and stays beside the receipts until `expires_at`
  * (`SVCD_DELETED_RECEIPTS_RETENTION_DAYS` after the deletion), when DynamoDB's time-to-live drops both.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import { projectCountChange } from './accounts.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
+import { queryEach } from './pagination.ts';
 import type { ProjectRecord } from './projects.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
 import { GSI1, TTL_ATTRIBUTE, keys } from './table.ts';
@@ -146,64 +147,48 @@ export async function getProjectDeletion(db: Db, projectId: string): Promise<Pro
 /** The deletions `agentId` has still to finish (the index is eventually consistent: for the agent's start). */
 export async function deletionsOf(db: Db, agentId: string): Promise<ProjectDeletion[]> {
   const found: ProjectDeletion[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        IndexName: GSI1.name,
-        KeyConditionExpression: '#p = :p',
-        ExpressionAttributeNames: { '#p': GSI1.pk },
-        ExpressionAttributeValues: { ':p': keys.deletingOn(agentId) },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of out.Items ?? []) if (item.state === 'deleting') found.push(toDeletion(item));
-    start = out.LastEvaluatedKey;
-  } while (start);
+  const query = {
+    TableName: db.table,
+    IndexName: GSI1.name,
+    KeyConditionExpression: '#p = :p',
+    ExpressionAttributeNames: { '#p': GSI1.pk },
+    ExpressionAttributeValues: { ':p': keys.deletingOn(agentId) },
+  };
+  await queryEach(db, query, (items) => {
+    for (const item of items) if (item.state === 'deleting') found.push(toDeletion(item));
+  });
   return found;
 }
 
 /** The ids of the project's keys (listing items), for the caches that must forget them. */
 export async function projectKeyIds(db: Db, projectId: string): Promise<string[]> {
   const ids: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'KEY#' },
-        ProjectionExpression: 'key_id',
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of out.Items ?? []) if (typeof item.key_id === 'string') ids.push(item.key_id);
-    start = out.LastEvaluatedKey;
-  } while (start);
+  const query = {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'KEY#' },
+    ProjectionExpression: 'key_id',
+    ConsistentRead: true,
+  };
+  await queryEach(db, query, (items) => {
+    for (const item of items) if (typeof item.key_id === 'string') ids.push(item.key_id);
+  });
   return ids;
 }
 
 /** Whether any catalog row of the project names the `s3` backend (a deployment may have changed backend). */
 export async function hasS3Rows(db: Db, projectId: string): Promise<boolean> {
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        FilterExpression: 'backend = :s3',
-        ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'OBJ#', ':s3': 's3' },
-        ProjectionExpression: 'pk',
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    if ((out.Items ?? []).length > 0) return true;
-    start = out.LastEvaluatedKey;
-  } while (start);
-  return false;
+  let found = false;
+  const query = {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    FilterExpression: 'backend = :s3',
+    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'OBJ#', ':s3': 's3' },
+    ProjectionExpression: 'pk',
+    ConsistentRead: true,
+  };
+  await queryEach(db, query, (items) => (found = items.length > 0));
+  return found;
 }
 
 /**
@@ -238,23 +223,19 @@ export async function purgeProjectItems(db: Db, deletion: ProjectDeletion): Prom
       throw err;
     }
   };
+  const query = {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': pk },
+    ProjectionExpression: 'pk, sk, key_id, #ttl',
+    ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
+    ConsistentRead: true,
+  };
   for (let pass = 0; pass < 10; pass++) {
     let actions: TransactItem[] = [];
     let found = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await db.doc.send(
-        new QueryCommand({
-          TableName: db.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ProjectionExpression: 'pk, sk, key_id, #ttl',
-          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      for (const item of out.Items ?? []) {
+    await queryEach(db, query, async (items) => {
+      for (const item of items) {
         const sk = String(item.sk);
         if (sk === keys.projectDeletion(deletion.id).sk) continue;
         if (sk.startsWith(RECEIPT_PREFIX)) {
@@ -281,8 +262,7 @@ export async function purgeProjectItems(db: Db, deletion: ProjectDeletion): Prom
           actions = [];
         }
       }
-      start = out.LastEvaluatedKey;
-    } while (start);
+    });
     await flush(actions);
     if (found === 0) return removed;
   }
