@@ -89,7 +89,7 @@ export function Functions({ projectId, session }: { projectId: string; session: 
             ${list.data.functions.map(
               (f) => html`<tr key=${f.name}>
                 <td class="mono">${f.name}</td><td class="num">${f.version}</td><td class="num">${formatBytes(f.size)}</td><td><${Time} at=${f.updated_at} /></td>
-                <td class="row"><button onClick=${() => setTarget(f.name)}>Invoke…</button><button onClick=${() => readLogs.run(f.name)}>Logs</button></td>
+                <td><div class="row"><button onClick=${() => setTarget(f.name)}>Invoke…</button><button onClick=${() => readLogs.run(f.name)}>Logs</button></div></td>
               </tr>`,
             )}
           </tbody>

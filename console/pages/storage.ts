@@ -144,10 +144,10 @@ function Objects({ project, bucket, session }: { project: ProjectClient; bucket:
                 <td class="mono">${o.content_type}</td>
                 <td>${o.state}</td>
                 <td><${Time} at=${o.updated_at} /></td>
-                <td class="row">
+                <td><div class="row">
                   <button disabled=${o.state !== 'stored' || download.busy} onClick=${() => download.run(o)} data-test="download">Download</button>
                   <button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(o)} data-test="delete-object">Delete</button>
-                </td>
+                </div></td>
               </tr>`,
             )}
           </tbody>
