@@ -5,13 +5,15 @@
  * agent logs (`marked deleting`, `directories removed`, `items removed`) — then started again.
  * Afterwards the project is either whole (not committed: readable, its rows and keys intact, its
  * state true) or gone everywhere at once (404, its key 401 on `/v2`), and the restarted agent
- * finishes the deletion: nothing of it is left but its receipts and its deletion record.
+ * finishes the deletion: nothing of it is left but its receipts and its deletion record. A handler
+ * that goes away mid-deletion (its connection to the agent cut) changes nothing: the agent finishes.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Layout } from '../../host-agent/tenants/layout.ts';
+import { issueInternalToken } from '../../shared/auth.ts';
 import { listAgents } from '../../shared/db/agents.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
@@ -185,4 +187,30 @@ describe(`SIGKILL of the agent during a project's deletion (seed ${SEED})`, () =
   it('left at least one deletion committed and unfinished for the next start to finish', () => {
     expect(outcomes).toContain('deleting');
   });
+});
+
+describe('the handler going away during a deletion', () => {
+  it('changes nothing: the agent carries the deletion through to its end', async () => {
+    const { id, key, keyId } = await fullProject();
+    const project = (await getProject(db, id))!;
+    const [registered] = await listAgents(db);
+    // The handler's internal call, cut as a killed handler's connection is, once the commit is logged.
+    const from = agent.output.length;
+    const cut = new AbortController();
+    const call = fetch(`${registered!.internal_url}/internal/v1/projects/${id}/delete`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await issueInternalToken(agent.env.SVCD_INTERNAL_SECRET!)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ recorded: { state: project.state, updated_at: project.updated_at }, actor: project.owner, request_id: 'req_00000000000000aa' }),
+      signal: cut.signal,
+    }).catch((err: Error) => err);
+    expect(await agent.logLine(new RegExp(`deleting ${id}: marked deleting`), from, 20_000)).not.toBeNull();
+    cut.abort();
+    expect(await call).toBeInstanceOf(Error);
+    expect(await agent.logLine(new RegExp(`deleting ${id}: deleted`), from, 20_000)).not.toBeNull();
+    expect((await getProjectDeletion(db, id))!.state).toBe('deleted');
+    expect(await leftItems(id)).toEqual([]);
+    expect(await lookupKey(db, keyId)).toBeNull();
+    expect(existsSync(layout.tenantDir(id))).toBe(false);
+    expect((await v2(key, 'SELECT 1')).status).toBe(401);
+  }, 120_000);
 });
