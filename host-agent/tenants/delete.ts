@@ -17,10 +17,10 @@ import { deleteProjectS3Blobs } from '../../shared/blobs/s3-purge.ts';
 import type { Settings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
 import {
-  hasS3Rows,
   markProjectDeleted,
   markProjectDeleting,
   purgeProjectItems,
+  usesS3,
   type ProjectDeletion,
 } from '../../shared/db/project-delete.ts';
 import type { ProjectRecord } from '../../shared/db/projects.ts';
@@ -99,7 +99,7 @@ export async function finishDeletion(deps: DeletionDeps, deletion: ProjectDeleti
   const projectId = deletion.id;
 
   // Bytes first: once their rows are gone nothing would say that S3 holds any.
-  if (settings.SVCD_BLOB_BACKEND === 's3' || (await hasS3Rows(db, projectId))) {
+  if (settings.SVCD_BLOB_BACKEND === 's3' || (await usesS3(db, projectId))) {
     const blobs = await deleteProjectS3Blobs(settings, projectId);
     log(`agent: deleting ${projectId}: ${blobs} s3 blobs removed`);
   }

@@ -176,14 +176,17 @@ export async function projectKeyIds(db: Db, projectId: string): Promise<string[]
   return ids;
 }
 
-/** Whether any catalog row of the project names the `s3` backend (a deployment may have changed backend). */
-export async function hasS3Rows(db: Db, projectId: string): Promise<boolean> {
+/**
+ * Whether any item of the project's partition names the `s3` backend (a catalog row, a function's
+ * module): a deployment may have changed backend since its bytes were written.
+ */
+export async function usesS3(db: Db, projectId: string): Promise<boolean> {
   let found = false;
   const query = {
     TableName: db.table,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    KeyConditionExpression: 'pk = :pk',
     FilterExpression: 'backend = :s3',
-    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'OBJ#', ':s3': 's3' },
+    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':s3': 's3' },
     ProjectionExpression: 'pk',
     ConsistentRead: true,
   };
