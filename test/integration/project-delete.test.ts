@@ -24,6 +24,7 @@ import { decodeEnvelope } from '../helpers/envelope.ts';
 import { fakeEngine } from '../helpers/lifecycle.ts';
 import { tempDir } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
+import { SseReader } from '../helpers/sse.ts';
 import { S3_TEST_BUCKET, s3TestSettings } from '../setup/s3rver.ts';
 
 interface Answer {
@@ -240,6 +241,25 @@ describe('project rename and delete', () => {
       // Deleting it again is 404: it is gone.
       expect((await call(svc, 'DELETE', `/v0/projects/${id}`, token)).status).toBe(404);
     }, 60_000);
+
+    it('ends every realtime stream of the project, opened with the session or with a key', async () => {
+      const p = await created(svc, token, 'streaming');
+      const key = (await ok(svc, 'POST', `/v0/projects/${p.id}/keys`, token, {})).key as string;
+      const readers: SseReader[] = [];
+      for (const credential of [token, key]) {
+        const sub = await svc.request('GET', `/v0/projects/${p.id}/realtime/subscribe?channel=news`, { token: credential });
+        expect(sub.status).toBe(200);
+        const reader = new SseReader(sub);
+        expect(await reader.next()).toEqual({ comment: 'subscribed' });
+        readers.push(reader);
+      }
+      expect((await call(svc, 'DELETE', `/v0/projects/${p.id}`, token)).status).toBe(200);
+      for (const reader of readers) {
+        let frame = await reader.next(5000);
+        while (frame && frame.comment !== undefined) frame = await reader.next(5000);
+        expect(frame).toBeNull();
+      }
+    });
 
     it('deletes a project that never started, and keeps the other projects whole', async () => {
       const kept = await created(svc, token, 'kept');
