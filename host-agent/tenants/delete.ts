@@ -15,6 +15,7 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { deleteProjectS3Blobs } from '../../shared/blobs/s3-purge.ts';
 import type { Settings } from '../../shared/config.ts';
+import type { Log } from '../../shared/log.ts';
 import type { Db } from '../../shared/db/client.ts';
 import {
   markProjectDeleted,
@@ -36,7 +37,7 @@ export interface DeletionDeps {
     Parameters<typeof deleteProjectS3Blobs>[0];
   layout: Layout;
   now: () => number;
-  log: (line: string) => void;
+  log: Log;
 }
 
 /** Who asked for a deletion, for its receipt (docs/api.md "Receipts"). */
@@ -61,7 +62,7 @@ export async function markDeleting(deps: DeletionDeps, project: ProjectRecord, r
     expiresAt: nowIso(now + deps.settings.SVCD_DELETED_RECEIPTS_RETENTION_DAYS * DAY_MS),
     receipt,
   });
-  deps.log(`agent: deleting ${project.id}: marked deleting (request ${request.requestId})`);
+  deps.log(`agent: deleting ${project.id}: marked deleting`, { level: 'info', event: 'project.delete', project_id: project.id, request_id: request.requestId, step: 'marked' });
   return deletion;
 }
 
@@ -101,7 +102,7 @@ export async function finishDeletion(deps: DeletionDeps, deletion: ProjectDeleti
   // Bytes first: once their rows are gone nothing would say that S3 holds any.
   if (settings.SVCD_BLOB_BACKEND === 's3' || (await usesS3(db, projectId))) {
     const blobs = await deleteProjectS3Blobs(settings, projectId);
-    log(`agent: deleting ${projectId}: ${blobs} s3 blobs removed`);
+    log(`agent: deleting ${projectId}: ${blobs} s3 blobs removed`, { level: 'info', event: 'project.delete', project_id: projectId, step: 's3', count: blobs });
   }
 
   const paths = projectPaths(layout, projectId);
@@ -109,26 +110,27 @@ export async function finishDeletion(deps: DeletionDeps, deletion: ProjectDeleti
     if (path === layout.runRecord(projectId)) removeRecord(path);
     else rmSync(path, { recursive: true, force: true });
   }
-  log(`agent: deleting ${projectId}: directories removed: ${paths.map((p) => p.slice(layout.root.length + 1)).join(', ') || '(none)'}`);
+  const removed = paths.map((p) => p.slice(layout.root.length + 1));
+  log(`agent: deleting ${projectId}: directories removed: ${removed.join(', ') || '(none)'}`, { level: 'info', event: 'project.delete', project_id: projectId, step: 'directories', paths: removed });
 
   const items = await purgeProjectItems(db, deletion);
-  log(`agent: deleting ${projectId}: ${items} items removed`);
+  log(`agent: deleting ${projectId}: ${items} items removed`, { level: 'info', event: 'project.delete', project_id: projectId, step: 'items', count: items });
 
   await markProjectDeleted(db, deletion, nowIso(deps.now()));
-  log(`agent: deleting ${projectId}: deleted`);
+  log(`agent: deleting ${projectId}: deleted`, { level: 'info', event: 'project.delete', project_id: projectId, step: 'deleted' });
 }
 
 /**
  * Runs `finish` until it succeeds: at once, then after a growing pause (up to 5 minutes) while
  * `closed()` is false. The agent's start runs it again for whatever is still unfinished then.
  */
-export function finishInBackground(finish: () => Promise<void>, log: (line: string) => void, what: string, closed: () => boolean, firstDelayMs = 0): void {
+export function finishInBackground(finish: () => Promise<void>, log: Log, what: string, closed: () => boolean, firstDelayMs = 0): void {
   let delay = Math.max(firstDelayMs, 0);
   const attempt = () => {
     if (closed()) return;
     finish().catch((err: unknown) => {
       delay = Math.min(Math.max(delay * 2, 1000), 5 * 60_000);
-      log(`agent: ${what} failed: ${(err as Error).message}; retried in ${Math.round(delay / 1000)} s`);
+      log(`agent: ${what} failed: ${(err as Error).message}; retried in ${Math.round(delay / 1000)} s`, { level: 'warn', event: 'project.delete', err });
       setTimeout(attempt, delay).unref();
     });
   };
