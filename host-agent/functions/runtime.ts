@@ -154,9 +154,9 @@ export class FunctionRuntime {
     return this.#runningByProject.get(projectId) ?? 0;
   }
 
-  /** Worker counts and pool counters (tests, benchmark). */
-  poolState(): { idle: number; busy: number; started: number; reused: number; retired: number; idlePids: number[] } {
-    return { ...this.#pool.counts(), ...this.#pool.stats, idlePids: this.#pool.idlePids() };
+  /** Worker counts and pool counters, and the idle workers of `fn` (`<project>/<name>`) or of all (tests, benchmark). */
+  poolState(fn?: string): { idle: number; busy: number; started: number; reused: number; retired: number; idlePids: number[] } {
+    return { ...this.#pool.counts(), ...this.#pool.stats, idlePids: this.#pool.idlePids(fn) };
   }
 
   /** A secret of the project was put or deleted: the next invocation runs with the new set. */

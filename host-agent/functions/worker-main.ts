@@ -126,7 +126,8 @@ function requestOf(req: IncomingMessage, res: ServerResponse): Request {
   return new Request(`${start.origin}${req.url ?? '/'}`, {
     method,
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+    // Counted in bytes: toWeb's default strategy counts chunks, and would read far ahead of the function.
+    body: hasBody ? (Readable.toWeb(req, { strategy: new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }) }) as ReadableStream<Uint8Array>) : null,
     signal: controller.signal,
     ...(hasBody ? { duplex: 'half' } : {}),
   } as RequestInit);
