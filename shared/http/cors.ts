@@ -69,11 +69,11 @@ export function corsOriginProblem(entry: string): string | null {
 }
 
 /**
- * Parses `SVCD_CORS_ORIGINS`: empty (no cross-origin access), `*` (every origin), or origins
- * separated by commas. Throws an Error naming the first bad entry.
+ * Parses `SVCD_CORS_ORIGINS`: empty or unset (no cross-origin access), `*` (every origin), or
+ * origins separated by commas. Throws an Error naming the first bad entry.
  */
-export function parseCorsOrigins(value: string): CorsPolicy {
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+export function parseCorsOrigins(value: string | undefined): CorsPolicy {
+  const entries = (value ?? '').split(',').map((e) => e.trim()).filter(Boolean);
   if (entries.length === 0) return NO_CORS;
   if (entries.includes('*')) {
     if (entries.length > 1) throw new Error('* allows every origin and cannot be listed with others');
