@@ -176,6 +176,12 @@ describe('project rename and delete', () => {
       expect((await call(svc, 'DELETE', '/v0/projects/prj_XYZ', token)).status).toBe(400);
       expect((await call(svc, 'DELETE', `/v0/projects/${p.id}`, token, { force: true })).status).toBe(400);
       expect((await call(svc, 'DELETE', `/v0/projects/${p.id}?force=true`, token)).status).toBe(400);
+      // A stray `..` after a sub-resource is resolved by URL parsing to `…/{id}/`: never the project.
+      for (const path of [`/v0/projects/${p.id}/`, `/v0/projects/${p.id}/replaced/..`, `/v0/projects/${p.id}/snapshots/%2e%2e`]) {
+        const slash = await call(svc, 'DELETE', path, token);
+        expect(slash.status, path).toBe(404);
+        expect(slash.body.error.message).toMatch(/no route/);
+      }
       // None of them deleted anything.
       expect((await call(svc, 'GET', `/v0/projects/${p.id}`, token)).status).toBe(200);
     });
