@@ -7,9 +7,9 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
+import { isBlankSql, splitStatements } from '../../client/cli/sql-split.ts';
 import type { ProjectClient, ResultSet, Value } from '../../client/index.ts';
 import { keyClient, setSqlKey, sqlKeyOf } from '../session.ts';
-import { splitStatements } from '../sql-split.ts';
 import { Busy, ErrorBox, useAction } from '../ui.ts';
 
 const SHOWN_ROWS = 1000;
@@ -34,7 +34,10 @@ export function Sql({ project }: { project: ProjectClient }): VNode {
   const run = useAction(
     async () => {
       if (!client) return;
-      const statements = splitStatements(script);
+      // Split by SQLite's own rule, as the engine counts statements (the CLI's splitter); an
+      // unterminated last statement is a statement too.
+      const { statements: complete, rest } = splitStatements(script);
+      const statements = [...complete, rest.trim()].filter((s) => !isBlankSql(s));
       if (statements.length === 0) throw new Error('nothing to run: the editor holds no statement');
       const started = performance.now();
       setResults(null);

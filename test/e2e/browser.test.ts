@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { launchBrowser, newPage, screenshot } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/env.ts';
+import { callJson } from '../helpers/http.ts';
 
 const dir = tempDir('svc-browser-');
 let stack: Stack;
@@ -278,19 +279,10 @@ describe('a page on another origin', () => {
 
   it('calls /v0 and /v2, reads errors and headers, and subscribes with a ticket', async () => {
     // Setup over HTTP from the test: an account, a running project and a key.
-    const call = async (method: string, path: string, token?: string, body?: unknown) => {
-      const r = await fetch(`${stack.url}${path}`, {
-        method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      expect(r.status, `${method} ${path}`).toBeLessThan(300);
-      return (await r.json()) as Record<string, string>;
-    };
-    const { token } = await call('POST', '/v0/signup', undefined, {});
-    const { id: project } = await call('POST', '/v0/projects', token, { name: 'cors' });
-    await call('POST', `/v0/projects/${project}/wakeup`, token);
-    const { key } = await call('POST', `/v0/projects/${project}/keys`, token, {});
+    const { token } = (await callJson(stack.url, 'POST', '/v0/signup', undefined, {})) as { token: string };
+    const { id: project } = (await callJson(stack.url, 'POST', '/v0/projects', token, { name: 'cors' })) as { id: string };
+    await callJson(stack.url, 'POST', `/v0/projects/${project}/wakeup`, token);
+    const { key } = (await callJson(stack.url, 'POST', `/v0/projects/${project}/keys`, token, {})) as { key: string };
 
     const problems: string[] = [];
     const page = await newPage(browser, problems);
@@ -357,9 +349,9 @@ describe('a page on another origin', () => {
         return out;
       },
       stack.url,
-      token!,
-      key!,
-      project!,
+      token,
+      key,
+      project,
     );
 
     expect(result.origin).toBe(origin);

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { tempDir } from '../helpers/env.ts';
+import { callJson } from '../helpers/http.ts';
 
 const ALLOWED = 'http://app.example.test';
 const OTHER = 'http://evil.example.test';
@@ -33,19 +34,10 @@ beforeAll(async () => {
     agentOutput: 'collect',
     log: () => {},
   });
-  const json = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${stack.url}${path}`, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    expect(r.status, `${method} ${path}`).toBeLessThan(300);
-    return (await r.json()) as Record<string, string>;
-  };
-  token = (await json('POST', '/v0/signup', {})).token!;
-  project = (await json('POST', '/v0/projects', { name: 'cors' })).id!;
-  await json('POST', `/v0/projects/${project}/wakeup`);
-  key = (await json('POST', `/v0/projects/${project}/keys`, {})).key!;
+  token = (await callJson(stack.url, 'POST', '/v0/signup', undefined, {})).token;
+  project = (await callJson(stack.url, 'POST', '/v0/projects', token, { name: 'cors' })).id;
+  await callJson(stack.url, 'POST', `/v0/projects/${project}/wakeup`, token);
+  key = (await callJson(stack.url, 'POST', `/v0/projects/${project}/keys`, token, {})).key;
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
