@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // uses its own table, so files run in parallel safely.
 export default defineConfig({
   test: {
-    include: ['shared/**/*.test.ts', 'handlers/**/*.test.ts', 'host-agent/**/*.test.ts', 'engine/**/*.test.ts', 'infra/**/*.test.ts', 'client/**/*.test.ts', 'console/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['shared/**/*.test.ts', 'handlers/**/*.test.ts', 'host-agent/**/*.test.ts', 'engine/**/*.test.ts', 'infra/**/*.test.ts', 'client/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/setup/global.ts'],
     reporters: ['default', './test/setup/summary-reporter.ts'],
     pool: 'forks',
