@@ -62,6 +62,9 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
       } as RequestInit);
     } catch (err) {
       if (options.signal?.aborted) throw err;
+      // A relayed call the agent took and then dropped (it died mid-call) is lost, never replayed:
+      // the upstream failed, the agent was reachable (docs/functions.md "Invoke").
+      if (options.passThrough && droppedMidCall(err)) throw errors.upstream(`host agent ${agent.agent_id} closed the connection during the call`);
       throw errors.orchestrator(`host agent ${agent.agent_id} is unreachable`);
     }
     if (!response.ok && !options.passThrough) throw await toServiceError(response, agent);
@@ -75,6 +78,13 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
     },
     fetch: send,
   };
+}
+
+/** Whether a failed fetch reached the agent and lost the connection after (not refused, not unresolved). */
+function droppedMidCall(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  const code = typeof cause?.code === 'string' ? cause.code : '';
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED';
 }
 
 async function toServiceError(response: Response, agent: AgentTarget): Promise<ServiceError> {

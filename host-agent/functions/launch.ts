@@ -26,7 +26,7 @@ import type { WorkerLaunch } from './worker.ts';
 export type Sandbox = 'none' | 'unshare';
 
 /** How long a failed probe is believed before the runtime is probed again. */
-const PROBE_RETRY_MS = 30_000;
+const PROBE_RETRY_MS = 5_000;
 /** How long a probe may take. */
 const PROBE_TIMEOUT_MS = 15_000;
 /** Where system tools are looked for (the agent's own PATH is not consulted: no module reads the environment). */

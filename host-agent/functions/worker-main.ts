@@ -8,8 +8,9 @@
  *   fd 0: the start message, JSON `{env, origin}`, then end of file
  *   fd 1, fd 2: the function's console (the agent keeps it as the function's log, secrets redacted)
  *   fd 3: HTTP/1.1 from the agent, one request at a time (serve); the worker exits when it closes
- *   fd 4: one JSON line to the agent: `{"ok":true}` once the module is loaded and checked, or
- *         `{"ok":false,"problem":"…"}` (then the worker exits)
+ *   fd 4: JSON lines to the agent: `{"started":true}` as soon as this program runs (a worker that
+ *         ends before it never ran: the runtime is missing), then `{"ok":true}` once the module is
+ *         loaded and checked, or `{"ok":false,"problem":"…"}` (then the worker exits)
  *
  * The environment is set here, from the start message, before the module is imported: the process
  * itself starts with an empty one, so nothing of the agent's reaches it and no variable the project
@@ -45,6 +46,7 @@ const CONTENT_ENCODING_AS = 'x-svc-fn-content-encoding';
 
 const [mode, modulePath] = process.argv.slice(2) as [string, string];
 const control = new Socket({ fd: 4, readable: false, writable: true });
+control.write('{"started":true}\n');
 
 /** Tells the agent how the start went; a failed start ends the worker. */
 function report(ok: boolean, problem?: string): void {

@@ -141,7 +141,7 @@ export class FunctionWorker {
     child.stdin!.end(JSON.stringify({ env: start.env, origin: start.origin }));
     const worker = new FunctionWorker(child, child.stdio[3] as Socket, exited);
     try {
-      await worker.#report(child.stdio[4] as Socket, start.startTimeoutMs);
+      await worker.#report(child.stdio[4] as Socket, start.startTimeoutMs, launch.node);
     } catch (err) {
       await worker.kill();
       throw err;
@@ -149,12 +149,19 @@ export class FunctionWorker {
     return worker;
   }
 
-  /** Waits for the worker's start report on fd 4. */
-  #report(control: Socket, timeoutMs: number): Promise<void> {
+  /**
+   * Waits for the worker's start report on fd 4: `started` once its program runs, then the verdict
+   * on the module. A worker that ends before it started never ran: RuntimeMissingError.
+   */
+  #report(control: Socket, timeoutMs: number, node: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let text = '';
+      let started = false;
+      let settled = false;
       let timer: NodeJS.Timeout | undefined = undefined;
       const done = (err?: Error) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         control.off('data', onData);
         if (err) reject(err);
@@ -162,28 +169,23 @@ export class FunctionWorker {
       };
       const onData = (chunk: Buffer) => {
         text += chunk.toString('utf8');
-        const nl = text.indexOf('\n');
-        if (nl < 0) {
-          if (text.length > 64 * 1024) done(new ModuleStartError('the worker answered its start with garbage'));
-          return;
+        for (let nl = text.indexOf('\n'); nl >= 0 && !settled; nl = text.indexOf('\n')) {
+          const line = parseLine(text.slice(0, nl));
+          text = text.slice(nl + 1);
+          if (line?.started === true) started = true;
+          else if (line?.ok === true) done();
+          else done(new ModuleStartError(typeof line?.problem === 'string' ? line.problem : 'the module failed to load'));
         }
-        let line: { ok?: unknown; problem?: unknown } | null = null;
-        try {
-          line = JSON.parse(text.slice(0, nl)) as { ok?: unknown; problem?: unknown };
-        } catch {
-          line = null;
-        }
-        if (line?.ok === true) done();
-        else done(new ModuleStartError(typeof line?.problem === 'string' ? line.problem : 'the module failed to load'));
+        if (text.length > 64 * 1024) done(new ModuleStartError('the worker answered its start with garbage'));
       };
       control.on('data', onData);
       control.on('error', () => {});
       timer = setTimeout(() => done(new ModuleStartError(`the module did not finish loading within ${timeoutMs} ms`)), timeoutMs);
-      this.exited.then((exit) => {
-        if (text.includes('\n')) return;
-        // The report may still be in the pipe when the exit is seen: give it the turn to arrive.
+      void this.exited.then((exit) => {
+        // A report still in the pipe when the exit is seen gets the turn to arrive.
         setImmediate(() => {
-          if (!text.includes('\n')) done(new ModuleStartError(`the worker exited while loading the module (${describeExit(exit)})`));
+          if (!started) done(new RuntimeMissingError(`the function runtime ${node} did not start (${describeExit(exit)})`));
+          else done(new ModuleStartError(`the worker exited while loading the module (${describeExit(exit)})`));
         });
       });
     });
@@ -211,4 +213,13 @@ export class FunctionWorker {
 /** `exit code 1`, `signal SIGKILL`. */
 export function describeExit(exit: WorkerExit): string {
   return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+function parseLine(line: string): { started?: unknown; ok?: unknown; problem?: unknown } | null {
+  try {
+    const parsed: unknown = JSON.parse(line);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { started?: unknown; ok?: unknown; problem?: unknown }) : null;
+  } catch {
+    return null;
+  }
 }
