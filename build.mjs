@@ -2,7 +2,7 @@
 // agent and the engine run from source on Node 24 (type stripping), so they need no build step.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildConsole, consoleAssetsPlugin } from './console/build.mjs';
@@ -91,10 +91,23 @@ await build({
 });
 const tsc = spawnSync(join(root, 'node_modules/.bin/tsc'), ['-p', join(root, 'client/tsconfig.types.json')], { stdio: 'inherit' });
 if (tsc.status !== 0) throw new Error(`build: the SDK's declarations failed (tsc exited ${tsc.status})`);
-// The sources import with `.ts`; the declarations sit beside `.d.ts` files, which `.js` specifiers find everywhere.
-for (const file of readdirSync(join(clientOut, 'types'), { recursive: true, encoding: 'utf8' })) {
-  if (!file.endsWith('.d.ts')) continue;
-  const path = join(clientOut, 'types', file);
-  writeFileSync(path, readFileSync(path, 'utf8').replace(/(from\s+['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2'));
+// The sources import with `.ts`; the declarations sit beside `.d.ts` files, which `.js` specifiers
+// find everywhere. tsc declares every file the SDK's sources reach; only those the SDK's own
+// declarations import are kept (the service's modules a schema file imports for values are not).
+const typesOut = join(clientOut, 'types');
+const kept = new Set();
+const visit = (path) => {
+  if (kept.has(path)) return;
+  kept.add(path);
+  const text = readFileSync(path, 'utf8').replace(/((?:from|import)\s+['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2');
+  writeFileSync(path, text);
+  for (const [, spec] of text.matchAll(/(?:from|import)\s+['"](\.{1,2}\/[^'"]+)\.js['"]/g)) visit(join(dirname(path), `${spec}.d.ts`));
+};
+visit(join(typesOut, 'client/index.d.ts'));
+for (const file of readdirSync(typesOut, { recursive: true, encoding: 'utf8' })) {
+  if (file.endsWith('.d.ts') && !kept.has(join(typesOut, file))) rmSync(join(typesOut, file));
+}
+for (const dir of readdirSync(typesOut, { recursive: true, encoding: 'utf8' }).sort().reverse()) {
+  if (statSync(join(typesOut, dir)).isDirectory() && readdirSync(join(typesOut, dir)).length === 0) rmSync(join(typesOut, dir), { recursive: true });
 }
 console.log(`build: dist/client/index.mjs, dist/client/svc.mjs and dist/client/types/ in ${Date.now() - clientStarted} ms`);

@@ -4,9 +4,9 @@
  * request id of the answer. Network failures, timeouts and aborts are not answers: they stay the
  * platform's own errors (fetch's `TypeError`, an `AbortError` or `TimeoutError` `DOMException`).
  */
-import { ERROR_STATUS, isErrorCode, type ErrorCode } from '../shared/errors.ts';
+import { ERROR_STATUS, isErrorCode, type ErrorCode } from '../shared/error-codes.ts';
 
-export type { ErrorCode } from '../shared/errors.ts';
+export type { ErrorCode } from '../shared/error-codes.ts';
 
 /**
  * The reference engine's own error codes on `/v2` (docs/engine.md "HTTP surface"), answered inside

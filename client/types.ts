@@ -1,22 +1,53 @@
 /**
- * What the SDK sends and receives. Inputs and the project come from the zod schemas the service
- * validates with (shared/schemas/); the other answers follow the interface contract
- * (docs/interface.md) and docs/*.md, and `types.test.ts` keeps them equal to the service's own types.
+ * What the SDK sends and receives, typed from the zod schemas the service validates its inputs with
+ * and describes its answers with (shared/schemas/; docs/api.md "How the reference is made"), so the
+ * SDK's types and the service's answers cannot drift apart.
  */
 import type { z } from 'zod';
-import type { sessionRequestSchema, signupRequestSchema } from '../shared/schemas/accounts.ts';
-import type { createKeyRequestSchema } from '../shared/schemas/keys.ts';
-import type { publishRequestSchema } from '../shared/schemas/realtime.ts';
-import type { createProjectRequestSchema, projectSchema, projectStateSchema } from '../shared/schemas/projects.ts';
-import type { createSnapshotRequestSchema } from '../shared/schemas/snapshots.ts';
-import type { downloadTicketRequestSchema, uploadTicketRequestSchema } from '../shared/schemas/storage.ts';
+import type {
+  meAnswerSchema,
+  rotatedSecretAnswerSchema,
+  sessionAnswerSchema,
+  sessionRequestSchema,
+  signupAnswerSchema,
+  signupRequestSchema,
+} from '../shared/schemas/accounts.ts';
+import type { functionListSchema, functionLogsSchema, functionSchema, functionVersionListSchema, functionVersionSchema } from '../shared/schemas/functions.ts';
+import type { degradedHealthAnswerSchema, healthAnswerSchema } from '../shared/schemas/health.ts';
+import type { createKeyRequestSchema, issuedKeySchema, keyListSchema, keySchema } from '../shared/schemas/keys.ts';
+import type { headAnswerSchema } from '../shared/schemas/lifecycle.ts';
+import type { logsAnswerSchema } from '../shared/schemas/logs.ts';
+import type { createProjectRequestSchema, projectListSchema, projectSchema, projectStateSchema, renameProjectRequestSchema } from '../shared/schemas/projects.ts';
+import type { publishRequestSchema, realtimeEventSchema, realtimeTicketSchema } from '../shared/schemas/realtime.ts';
+import type { receiptListSchema, receiptSchema } from '../shared/schemas/receipts.ts';
+import type { secretListSchema, secretMetadataSchema } from '../shared/schemas/secrets.ts';
+import type {
+  createSnapshotRequestSchema,
+  replacedDirSchema,
+  replacedListSchema,
+  restoreAnswerSchema,
+  snapshotBackupSchema,
+  snapshotLineageSchema,
+  snapshotListSchema,
+  snapshotSchema,
+} from '../shared/schemas/snapshots.ts';
+import type {
+  bucketListSchema,
+  bucketSchema,
+  downloadTicketRequestSchema,
+  downloadTicketSchema,
+  objectListSchema,
+  objectRowSchema,
+  uploadTicketRequestSchema,
+  uploadTicketSchema,
+} from '../shared/schemas/storage.ts';
 
-/** A project (contract "Project"). */
-export type Project = z.output<typeof projectSchema>;
-/** A project's state. */
-export type ProjectState = z.output<typeof projectStateSchema>;
+// Inputs
+
 /** Body of project creation. */
 export type CreateProjectInput = z.input<typeof createProjectRequestSchema>;
+/** Body of a project's rename. */
+export type RenameProjectInput = z.input<typeof renameProjectRequestSchema>;
 /** Body of signup. */
 export type SignupInput = z.input<typeof signupRequestSchema>;
 /** Body of a new session. */
@@ -27,32 +58,10 @@ export type CreateKeyInput = z.input<typeof createKeyRequestSchema>;
 export type CreateSnapshotInput = z.input<typeof createSnapshotRequestSchema>;
 /** Body of an upload ticket request. */
 export type UploadTicketInput = z.input<typeof uploadTicketRequestSchema>;
-/** Body of a download ticket request. */
+/** Body of a download ticket request (`signed: true` adds a URL usable without the session). */
 export type DownloadTicketInput = z.input<typeof downloadTicketRequestSchema>;
 /** Body of a realtime publish. */
 export type PublishInput = z.input<typeof publishRequestSchema>;
-
-/** Signup's answer: the account secret is shown here only (docs/api.md "Accounts"). */
-export interface SignedUp {
-  account_id: string;
-  account_secret: string;
-  token: string;
-  expires_at: string;
-}
-
-/** A session. */
-export interface Session {
-  token: string;
-  expires_at: string;
-}
-
-/** `GET /v0/health`'s answer; `status` is `degraded` when no host agent can run tenants. */
-export interface Health {
-  status: 'ok' | 'degraded';
-  time: string;
-  agents: { live: number; total: number };
-  error?: { code: string; message: string };
-}
 
 /** Every list answers one page and the cursor of the next (docs/api.md "Decisions"). */
 export interface PageInput {
@@ -62,195 +71,90 @@ export interface PageInput {
   cursor?: string;
 }
 
+// Answers
+
+/** Signup's answer: the account secret is shown here only. */
+export type SignedUp = z.output<typeof signupAnswerSchema>;
+/** A session. */
+export type Session = z.output<typeof sessionAnswerSchema>;
+/** The account of the session (`GET /v0/me`). */
+export type Me = z.output<typeof meAnswerSchema>;
+/** A rotated account secret, shown once, with a session that stands after the rotation. */
+export type RotatedSecret = z.output<typeof rotatedSecretAnswerSchema>;
+/** `GET /v0/health`: `ok`, or `degraded` with the error envelope when no host agent can run tenants. */
+export type Health = z.output<typeof healthAnswerSchema> | z.output<typeof degradedHealthAnswerSchema>;
+
+/** A project (contract "Project"). */
+export type Project = z.output<typeof projectSchema>;
+/** A project's state. */
+export type ProjectState = z.output<typeof projectStateSchema>;
 /** A page of projects. */
-export interface ProjectsPage {
-  projects: Project[];
-  next_cursor: string | null;
-}
-
-/** What head answers (contract "GET /v0/projects/{id}/head"; docs/lifecycle.md). */
-export interface Head {
-  state: ProjectState;
-  source: 'live_probe' | 'offline_status';
-  engine: Record<string, unknown>;
-  endpoint: { data_plane: '/v2'; address: string | null; host?: string; port?: number };
-  /** `live_probe` only. */
-  protocol_minor?: number | string | null;
-  /** `live_probe` only. */
-  request_id?: string | null;
-  /** `live_probe` only: the capabilities probe's answer, its body base64. */
-  capabilities?: { status: number; content_type: string | null; body_base64: string };
-  /** `offline_status` only. */
-  lineage?: SnapshotLineage;
-  /** `offline_status` and a snapshot exists. */
-  latest_snapshot?: string;
-  timestamp: string;
-}
-
-/** The engine's status snapshot (contract "Snapshot" `lineage`). */
-export interface SnapshotLineage {
-  catalog_version: number;
-  directory_lineage: string;
-  logical_time_micros: number;
-  root_digest: string;
-  visible_csn: number;
-}
-
-/** The engine's backup output (contract "Snapshot" `backup`). */
-export interface SnapshotBackup {
-  backup_path: string;
-  checkpoint_digest: string;
-  file_count: number;
-  total_bytes: number;
-  status: 'created' | 'verified';
-  visible_csn: number;
-}
+export type ProjectsPage = z.output<typeof projectListSchema>;
+/** What head answers: a live probe or the offline status (contract "GET /v0/projects/{id}/head"). */
+export type Head = z.output<typeof headAnswerSchema>;
+/** The engine's recent log lines. */
+export type EngineLogs = z.output<typeof logsAnswerSchema>;
 
 /** A snapshot (contract "Snapshot"). */
-export interface Snapshot {
-  id: string;
-  project: string;
-  label: string | null;
-  created_at: string;
-  engine_version: string;
-  source_data_dir: string;
-  backup_dir: string;
-  lineage: SnapshotLineage;
-  backup: SnapshotBackup;
-}
-
+export type Snapshot = z.output<typeof snapshotSchema>;
+/** The engine's status snapshot in a snapshot. */
+export type SnapshotLineage = z.output<typeof snapshotLineageSchema>;
+/** The engine's backup output in a snapshot. */
+export type SnapshotBackup = z.output<typeof snapshotBackupSchema>;
 /** A page of snapshots, newest first. */
-export interface SnapshotsPage {
-  snapshots: Snapshot[];
-  next_cursor: string | null;
-}
-
-/** Restore's answer (contract "POST /v0/projects/{id}/restore"; docs/lifecycle.md "Restore answer"). */
-export interface Restored {
-  state: ProjectState;
-  snapshot_id: string;
-  restored_at: string;
-  data_dir: string;
-  replaced_dir: string;
-  native: { restore: Record<string, unknown> & { status: 'restored' }; backup: Record<string, unknown> & { status: 'created' | 'verified' } };
-}
+export type SnapshotsPage = z.output<typeof snapshotListSchema>;
+/** Restore's answer. */
+export type Restored = z.output<typeof restoreAnswerSchema>;
+/** A previous data directory restore moved aside. */
+export type ReplacedDir = z.output<typeof replacedDirSchema>;
+/** A page of previous data directories, newest first. */
+export type ReplacedPage = z.output<typeof replacedListSchema>;
 
 /** A key as issued: `key` is the secret, shown once. */
-export interface IssuedKey {
-  key_id: string;
-  key: string;
-  label: string | null;
-  created_at: string;
-}
-
+export type IssuedKey = z.output<typeof issuedKeySchema>;
 /** A key as listed or revoked: never the secret. */
-export interface KeyRecord {
-  key_id: string;
-  label: string | null;
-  created_at: string;
-  revoked_at: string | null;
-}
-
+export type KeyRecord = z.output<typeof keySchema>;
 /** A page of keys. */
-export interface KeysPage {
-  keys: KeyRecord[];
-  next_cursor: string | null;
-}
+export type KeysPage = z.output<typeof keyListSchema>;
 
 /** A bucket (contract "Bucket record"). */
-export interface Bucket {
-  project: string;
-  name: string;
-  created_at: string;
-}
-
+export type Bucket = z.output<typeof bucketSchema>;
 /** A page of buckets. */
-export interface BucketsPage {
-  buckets: Bucket[];
-  next_cursor: string | null;
-}
-
+export type BucketsPage = z.output<typeof bucketListSchema>;
 /** An object's catalog row (contract "Object catalog row"). */
-export interface ObjectRow {
-  id: string;
-  project: string;
-  bucket: string;
-  key: string;
-  size: number;
-  etag: string;
-  content_type: string;
-  backend: 'fs' | 's3';
-  state: 'pending' | 'stored';
-  created_at: string;
-  updated_at: string;
-}
-
-/** A page of a bucket's objects, sorted by key. */
-export interface ObjectsPage {
-  bucket: string;
-  objects: ObjectRow[];
-  next_cursor: string | null;
-}
-
-/** An upload ticket (contract "POST storage/uploads"). */
-export interface UploadTicket {
-  object_id: string;
-  method: 'PUT';
-  upload_url: string;
-  headers: Record<string, string>;
-  max_bytes: number;
-  expires_at: string;
-}
-
-/** A download ticket (contract "POST storage/downloads"). */
-export interface DownloadTicket {
-  method: 'GET';
-  download_url: string;
-  headers: Record<string, string>;
-  expires_at: string;
-  object: ObjectRow;
-}
+export type ObjectRow = z.output<typeof objectRowSchema>;
+/** A page of a bucket's objects, sorted by key, with the common prefixes of a delimited listing. */
+export type ObjectsPage = z.output<typeof objectListSchema>;
+/** An upload ticket. */
+export type UploadTicket = z.output<typeof uploadTicketSchema>;
+/** A download ticket. */
+export type DownloadTicket = z.output<typeof downloadTicketSchema>;
 
 /** A realtime event as delivered (contract "Realtime event as delivered"). */
-export interface RealtimeEvent {
-  id: number;
-  channel: string;
-  event: string;
-  payload: unknown;
-  ts: string;
-}
+export type RealtimeEvent = z.output<typeof realtimeEventSchema>;
+/** A single-use subscription ticket for a browser's EventSource. */
+export type RealtimeTicket = z.output<typeof realtimeTicketSchema>;
 
-/** A function secret's metadata: never its value (contract "Function secret (metadata)"). */
-export interface SecretMetadata {
-  project: string;
-  name: string;
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
-
+/** A function secret's metadata: never its value. */
+export type SecretMetadata = z.output<typeof secretMetadataSchema>;
 /** A page of secrets, by name. */
-export interface SecretsPage {
-  secrets: SecretMetadata[];
-  next_cursor: string | null;
-}
+export type SecretsPage = z.output<typeof secretListSchema>;
 
-/** A receipt (docs/api.md "Receipts"). */
-export interface Receipt {
-  id: string;
-  project: string;
-  op: string;
-  target: string;
-  actor: string;
-  request_id: string;
-  at: string;
-}
-
+/** A receipt. */
+export type Receipt = z.output<typeof receiptSchema>;
 /** A page of receipts, newest first. */
-export interface ReceiptsPage {
-  receipts: Receipt[];
-  next_cursor: string | null;
-}
+export type ReceiptsPage = z.output<typeof receiptListSchema>;
+
+/** A function: its current version and that version's settings. */
+export type FunctionInfo = z.output<typeof functionSchema>;
+/** One deployed version of a function. */
+export type FunctionVersion = z.output<typeof functionVersionSchema>;
+/** A page of functions. */
+export type FunctionsPage = z.output<typeof functionListSchema>;
+/** A page of a function's versions, newest first. */
+export type FunctionVersionsPage = z.output<typeof functionVersionListSchema>;
+/** A function's last console lines, secrets redacted. */
+export type FunctionLogs = z.output<typeof functionLogsSchema>;
 
 /** A hit of `/v2/search`: its rowid, rank, snippet and the table's columns (docs/engine.md "POST /v2/search"). */
 export interface SearchHit {

@@ -7,31 +7,14 @@
 import type { ServerResponse } from 'node:http';
 import type { Log } from './log.ts';
 
-/** Every error code the contract allows, with its status. */
-export const ERROR_STATUS = {
-  invalid_request: 400,
-  authentication_required: 401,
-  authorization_denied: 403,
-  not_found: 404,
-  conflict: 409,
-  tenant_not_running: 409,
-  tenant_running: 409,
-  payload_too_large: 413,
-  function_busy: 429,
-  internal: 500,
-  not_implemented: 501,
-  upstream_unavailable: 502,
-  function_bad_output: 502,
-  orchestrator_unavailable: 503,
-  function_runtime_missing: 503,
-  function_timeout: 504,
-} as const;
+// The table itself lives in ./error-codes.ts, which imports nothing, so the SDK (client/) shares it
+// without the renderer's node:http types.
+import { ERROR_STATUS, type ErrorCode } from './error-codes.ts';
 
-/** One of the error codes of the contract. */
-export type ErrorCode = keyof typeof ERROR_STATUS;
+export { ERROR_STATUS, isErrorCode, type ErrorCode } from './error-codes.ts';
 
 /**
- * The documented cases where a code is answered with another status than its row above, because
+ * The documented cases where a code is answered with another status than its row of ERROR_STATUS, because
  * HTTP gives that case a status of its own (docs/api.md "Errors"). The code and envelope stay the
  * contract's; the contract's list of codes is closed, so a case is never a new code.
  */
@@ -68,11 +51,6 @@ export class ServiceError extends Error {
     this.status = statusOf(code, options.variant);
     this.headers = options.headers ?? {};
   }
-}
-
-/** True when `value` names an error code of the contract. */
-export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.hasOwn(ERROR_STATUS, value);
 }
 
 /** The error envelope `{"error":{"code","message"}}`. */

@@ -94,7 +94,8 @@ describe('the SDK against the local stack', () => {
 
     const head = await project.head();
     expect(head).toMatchObject({ state: 'running', source: 'live_probe', protocol_minor: 3 });
-    expect(sdk.decodeEnvelope(Buffer.from(head.capabilities!.body_base64, 'base64'))).toMatchObject({ engine_version: '3.0.0' });
+    if (head.source !== 'live_probe') throw new Error('expected a live probe');
+    expect(sdk.decodeEnvelope(Buffer.from(head.capabilities.body_base64, 'base64'))).toMatchObject({ engine_version: '3.0.0' });
   });
 
   it('snapshots a sleeping tenant and restores it', async () => {

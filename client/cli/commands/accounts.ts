@@ -112,8 +112,9 @@ export function register(program: Command, r: Registry): void {
         const health = await cli.anonymous().health();
         cli.out.result(health, () => {
           const c = cli.out.c;
-          cli.out.line(`${health.status === 'ok' ? c.green('ok') : c.red('degraded')}  agents live ${health.agents.live} of ${health.agents.total}  (${health.time})`);
-          if (health.error) cli.out.line(`${health.error.code}: ${health.error.message}`);
+          const agents = health.agents ? `agents live ${health.agents.live} of ${health.agents.total}` : 'agents unknown';
+          cli.out.line(`${health.status === 'ok' ? c.green('ok') : c.red('degraded')}  ${agents}  (${health.time})`);
+          if (health.status !== 'ok') cli.out.line(`${health.error.code}: ${health.error.message}`);
         });
         return health.status === 'ok' ? 0 : 1;
       }),

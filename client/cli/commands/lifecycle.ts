@@ -36,19 +36,7 @@ export function register(program: Command, r: Registry): void {
       r.action(async (cli, id: string) => {
         cli.failure.project = projectArg(id);
         const head = await cli.withSession((c) => c.project(id).head());
-        cli.out.result(head, () =>
-          cli.out.fields({
-            state: head.state,
-            source: head.source,
-            engine: head.engine,
-            endpoint: head.endpoint,
-            protocol_minor: head.protocol_minor,
-            request_id: head.request_id,
-            lineage: head.lineage,
-            latest_snapshot: head.latest_snapshot,
-            timestamp: head.timestamp,
-          }),
-        );
+        cli.out.result(head, () => cli.out.fields({ ...head }));
       }),
     );
 
