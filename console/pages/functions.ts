@@ -52,15 +52,11 @@ export function Functions({ projectId, session }: { projectId: string; session: 
     const r = await call(method, `${base}/${encodeURIComponent(target)}/invoke${rest ? `/${rest}` : ''}`, method === 'GET' || method === 'HEAD' ? {} : { body, type: 'text/plain' });
     setAnswer({ status: r.status, type: r.headers.get('content-type'), text: await r.text() });
   });
-  const [logs, setLogs] = useState<string | null>(null);
+  const [logs, setLogs] = useState<{ name: string; text: string } | null>(null);
   const readLogs = useAction(async (fn: string) => {
     const r = await call('GET', `${base}/${encodeURIComponent(fn)}/logs?tail=200`);
-    const text = await r.text();
-    try {
-      setLogs(JSON.stringify(JSON.parse(text), null, 2));
-    } catch {
-      setLogs(text);
-    }
+    const { lines } = (await r.json()) as { lines: string[] };
+    setLogs({ name: fn, text: lines.join('\n') });
   });
 
   if (list.data && !list.data.available) {
@@ -88,8 +84,8 @@ export function Functions({ projectId, session }: { projectId: string; session: 
           <tbody>
             ${list.data.functions.map(
               (f) => html`<tr key=${f.name}>
-                <td class="mono">${f.name}</td><td class="num">${f.version}</td><td class="num">${formatBytes(f.size)}</td><td><${Time} at=${f.updated_at} /></td>
-                <td><div class="row"><button onClick=${() => setTarget(f.name)}>Invoke…</button><button onClick=${() => readLogs.run(f.name)}>Logs</button></div></td>
+                <td class="mono" data-test="function-name">${f.name}</td><td class="num">${f.version}</td><td class="num">${formatBytes(f.size)}</td><td><${Time} at=${f.updated_at} /></td>
+                <td><div class="row"><button onClick=${() => (setTarget(f.name), setAnswer(null))} data-test="function-invoke">Invoke…</button><button onClick=${() => readLogs.run(f.name)} data-test="function-logs">Logs</button></div></td>
               </tr>`,
             )}
           </tbody>
@@ -102,16 +98,18 @@ export function Functions({ projectId, session }: { projectId: string; session: 
             <div class="row">
               <select value=${method} onChange=${(e: Event) => setMethod((e.target as HTMLSelectElement).value)}>${['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => html`<option>${m}</option>`)}</select>
               <input placeholder="path after /invoke" value=${path} onInput=${(e: Event) => setPath((e.target as HTMLInputElement).value)} />
-              <button class="primary" type="submit" disabled=${invoke.busy}>Invoke</button>
+              <button class="primary" type="submit" disabled=${invoke.busy} data-test="invoke-run">Invoke</button>
             </div>
             ${method === 'GET' ? null : html`<textarea rows="3" placeholder="body" value=${body} onInput=${(e: Event) => setBody((e.target as HTMLTextAreaElement).value)}></textarea>`}
           </form>
           <${ErrorBox} error=${invoke.error} />
-          ${answer ? html`<div><strong>${answer.status}</strong> <span class="muted">${answer.type ?? ''}</span><pre>${answer.text}</pre></div>` : null}
+          ${answer ? html`<div data-test="invoke-answer"><strong>${answer.status}</strong> <span class="muted">${answer.type ?? ''}</span><pre>${answer.text}</pre></div>` : null}
         </div>`
       : null}
     <${ErrorBox} error=${readLogs.error} />
-    ${logs !== null ? html`<div class="panel"><h2 style=${{ marginTop: 0 }}>Logs</h2><pre>${logs}</pre></div>` : null}
+    ${logs !== null
+      ? html`<div class="panel" data-test="function-log"><h2 style=${{ marginTop: 0 }}>Logs of ${logs.name}</h2>${logs.text ? html`<pre>${logs.text}</pre>` : html`<p class="empty">Nothing logged yet.</p>`}</div>`
+      : null}
   </div>`;
 }
 

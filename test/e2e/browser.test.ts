@@ -4,8 +4,8 @@
  *
  * 1. The console journey: sign up → create a project → wake it up → create a table and insert rows
  *    in the SQL editor → see `project.running` in the live view → upload a 5 MiB file and download it
- *    back → set a secret → snapshot after sleep → restore, with a screenshot of every page in
- *    test-output/console/.
+ *    back → set a secret → snapshot after sleep → restore → deploy, invoke and read the logs of a
+ *    function, with a screenshot of every page in test-output/console/.
  * 2. A page on another origin (a second local port) calls `/v0` and `/v2` and subscribes with a
  *    ticket through EventSource (docs/api.md "Browsers and CORS"; docs/realtime.md "Browsers: tickets").
  *
@@ -236,14 +236,32 @@ describe('the console in headless Chromium', () => {
     await textOf(page, '[data-test=sql-row-count]', /^1 row$/);
     expect(await page.$$eval('[data-test=sql-table] tbody tr', (rows) => rows.map((r) => r.textContent))).toEqual(['2']);
 
-    // Receipts and functions.
+    // Functions: deploy a module file, invoke it (it sees the secret), read what it logged.
+    await tab(page, 'functions');
+    const module = join(downloads.dir, 'hello.mjs');
+    writeFileSync(
+      module,
+      "export default { async fetch(request, env) { console.log('hello called'); return new Response(`hi from ${env.FUNCTION_NAME}, STRIPE_KEY ${env.STRIPE_KEY ? 'set' : 'missing'}`); } };\n",
+    );
+    await fill(page, 'input[name=function_name]', 'hello');
+    const moduleInput = await page.waitForSelector('[data-test=function-file]');
+    await (moduleInput as unknown as { uploadFile(path: string): Promise<void> }).uploadFile(module);
+    await click(page, '[data-test=deploy-function]');
+    await textOf(page, '[data-test=function-name]', /^hello$/);
+    await click(page, '[data-test=function-invoke]');
+    await click(page, '[data-test=invoke-run]');
+    expect(await textOf(page, '[data-test=invoke-answer]', /^200/)).toContain('hi from hello, STRIPE_KEY set');
+    await waitFor(async () => {
+      await click(page, '[data-test=function-logs]');
+      return /hello called/.test(await page.$eval('body', (b) => b.textContent ?? ''));
+    });
+    await screenshot(page, '14-functions');
+
+    // Receipts of what the journey changed.
     await tab(page, 'receipts');
     await textOf(page, '[data-test=receipts-table]', /secret\.put/);
     expect(await page.$$eval('[data-test=receipt-op]', (els) => els.map((e) => e.textContent))).toEqual(expect.arrayContaining(['object.put', 'secret.put']));
-    await screenshot(page, '14-receipts');
-    await tab(page, 'functions');
-    await page.waitForFunction(() => !document.querySelector('[data-test=page-functions] [data-test=busy]'));
-    await screenshot(page, '15-functions');
+    await screenshot(page, '15-receipts');
     await click(page, '[data-test=nav-projects]');
     await textOf(page, '[data-test=projects-table]', /journey/);
     await screenshot(page, '16-projects');
@@ -371,9 +389,9 @@ describe('a page on another origin', () => {
   }, 60_000);
 });
 
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 100));
   }
