@@ -16,6 +16,6 @@ export function register(router: Routes): void {
   router.post('/v0/projects/:id/storage/downloads', async (request, ctx) => {
     const { project } = await requireOwnedProject(request, ctx);
     const body = await readJson(request, downloadTicketRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await downloadTicket(ctx.deps, project, body));
+    return json(await downloadTicket(ctx.deps, project, { bucket: body.bucket, key: body.key, signed: body.signed, expiresIn: body.expires_in }));
   });
 }

@@ -419,19 +419,22 @@ function preconditionOf(pre: PutPrecondition | undefined): Condition | null {
       terms.push('attribute_not_exists(#blob)');
     } else {
       names['#etag'] = 'etag';
-      terms.push(`(attribute_not_exists(#blob) OR NOT (#etag IN (${list(pre.ifNoneMatch, 'inm')})))`);
+      // NOT binds looser than IN, AND tighter than OR; DynamoDB refuses redundant parentheses.
+      terms.push(`(attribute_not_exists(#blob) OR NOT #etag IN (${list(pre.ifNoneMatch, 'inm')}))`);
     }
   }
-  return { ConditionExpression: terms.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values };
+  // DynamoDB refuses an empty map of values.
+  return { ConditionExpression: terms.join(' AND '), ExpressionAttributeNames: names, ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}) };
 }
 
-/** Both conditions at once. */
+/** Both conditions at once: each is a conjunction whose OR terms carry their own parentheses. */
 function bothOf(a: Condition, b: Condition | null): Condition {
   if (!b) return a;
+  const values = { ...a.ExpressionAttributeValues, ...b.ExpressionAttributeValues };
   return {
-    ConditionExpression: `(${a.ConditionExpression}) AND (${b.ConditionExpression})`,
+    ConditionExpression: `${a.ConditionExpression} AND ${b.ConditionExpression}`,
     ExpressionAttributeNames: { ...a.ExpressionAttributeNames, ...b.ExpressionAttributeNames },
-    ExpressionAttributeValues: { ...a.ExpressionAttributeValues, ...b.ExpressionAttributeValues },
+    ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
   };
 }
 

@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../shared/db/client.ts';
 import { compareKeys, KEY_PART_BUDGET } from '../../shared/db/catalog-keys.ts';
-import { createBucket, getProjectBucketObject, listCatalog, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
+import { newReceipt } from '../../shared/db/receipts.ts';
+import { commitObject, createBucket, getObject, getProjectBucketObject, listCatalog, listObjects, reserveObject, type ObjectRecord } from '../../shared/db/storage.ts';
 import { testDeployment } from '../helpers/env.ts';
 
 describe('listing long keys from DynamoDB', () => {
@@ -169,6 +170,25 @@ describe('listing by prefix and delimiter, against a brute-force model', () => {
       { numRuns: 25 },
     );
   }, 180_000);
+});
+
+describe('a conditional flip', () => {
+  it('is refused by DynamoDB itself when the precondition does not hold of the row, even one read as unchanged', async () => {
+    const { db } = await testDeployment();
+    const project = 'prj_00000000000000ee';
+    await createBucket(db, { project, name: 'flips', created_at: new Date(0).toISOString() });
+    const stored: ObjectRecord = { ...pendingRow(project, 'flips', 'k', 1), state: 'stored', etag: 'e1', size: 1, blob: 'a'.repeat(64) };
+    const receipt = () => newReceipt({ project, op: 'object.put', target: 'flips/k', actor: 'acct_0000000000000001', request_id: 'req_1', at: new Date().toISOString() });
+    expect(await commitObject(db, stored, null, receipt())).toBe(true);
+    const next = { ...stored, etag: 'e2', blob: 'b'.repeat(64) };
+    // The writer's view of the row is right (same blob); only the precondition is wrong.
+    expect(await commitObject(db, next, stored, receipt(), { ifMatch: ['e0'], ifNoneMatch: null })).toBe(false);
+    expect(await commitObject(db, next, stored, receipt(), { ifMatch: null, ifNoneMatch: '*' })).toBe(false);
+    expect(await commitObject(db, next, stored, receipt(), { ifMatch: null, ifNoneMatch: ['e1'] })).toBe(false);
+    expect((await getObject(db, project, 'flips', 'k'))?.etag).toBe('e1');
+    expect(await commitObject(db, next, stored, receipt(), { ifMatch: ['e0', 'e1'], ifNoneMatch: ['e9'] })).toBe(true);
+    expect((await getObject(db, project, 'flips', 'k'))?.etag).toBe('e2');
+  });
 });
 
 describe('the byte routes\' batched read', () => {
