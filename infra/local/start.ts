@@ -124,6 +124,7 @@ try {
     [
       `  state: ${displayDir(dir)}/ (secrets, DynamoDB Local files, agent roots; --dir to use another)`,
       `  stop:  Ctrl-C (stops DynamoDB Local, the agents, miniflare and every engine)`,
+      `  open:  ${url}/console/ (the web console)`,
       `  try:   curl -s ${url}/v0/health`,
       `         curl -s -X POST ${url}/v0/signup -d '{"name":"Ada"}'`,
       `  more:  README.md "Walk-through with curl"; npm start -- --help`,
