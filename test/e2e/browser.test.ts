@@ -102,11 +102,14 @@ describe('the console in headless Chromium', () => {
     await screenshot(page, '02-signup');
     await click(page, '[data-test=signup-submit]');
     const accountId = await textOf(page, '[data-test=account-id]', /^acct_[0-9a-f]{16}$/);
-    expect(await textOf(page, '[data-test=account-secret]', /^acs_/)).toMatch(/^acs_[0-9a-f]{64}$/);
+    const accountSecret = await textOf(page, '[data-test=account-secret]', /^acs_/);
+    expect(accountSecret).toMatch(/^acs_[0-9a-f]{64}$/);
     await screenshot(page, '03-signed-up');
     await click(page, '[data-test=signup-continue]');
 
-    // Projects: none yet; create one.
+    // Projects: none yet; create one. The session is the tab's: a reload keeps it.
+    await page.waitForSelector('[data-test=page-projects]');
+    await page.reload();
     await page.waitForSelector('[data-test=page-projects]');
     expect(await textOf(page, '[data-test=who]', /acct_/)).toBe(accountId);
     await fill(page, 'input[name=project_name]', 'journey');
@@ -265,6 +268,14 @@ describe('the console in headless Chromium', () => {
     await click(page, '[data-test=nav-projects]');
     await textOf(page, '[data-test=projects-table]', /journey/);
     await screenshot(page, '16-projects');
+
+    // Sign out, and back in with the account id and secret shown at sign-up.
+    await click(page, '[data-test=sign-out]');
+    await page.waitForSelector('[data-test=page-signin]');
+    await fill(page, 'input[name=account_id]', accountId);
+    await fill(page, 'input[name=account_secret]', accountSecret);
+    await click(page, '[data-test=signin-submit]');
+    await textOf(page, '[data-test=projects-table]', /journey/);
 
     expect(problems).toEqual([]);
     expect(projectId).toMatch(/^prj_[0-9a-f]{16}$/);
