@@ -18,6 +18,10 @@ export const CORS_ALLOW_HEADERS = [
   'X-Svc-Project',
   'Range',
   'If-None-Match',
+  // The object routes' other conditions (docs/storage.md "Conditional requests").
+  'If-Match',
+  'If-Modified-Since',
+  'If-Range',
   // EventSource sends it when it reconnects; the service ignores it (docs/realtime.md).
   'Last-Event-ID',
 ] as const;
@@ -33,6 +37,7 @@ export const CORS_EXPOSE_HEADERS = [
   'Retry-After',
   'WWW-Authenticate',
   'Content-Length',
+  'Accept-Ranges',
 ] as const;
 
 /** Methods any route of the service takes (function invocations take any of them). */
