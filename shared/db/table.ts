@@ -59,6 +59,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | key-by-id | KEY#<key_id>       | KEY                 |                 |                          |
  * | bucket    | PRJ#<prj>          | BKT#<bucket>        |                 |                          |
  * | object    | PRJ#<prj>          | OBJ#<bucket>#<part> |                 |                          |
+ * | blob-del  | PRJ#<prj>          | BLOBDEL#<bucket>#<blob> |             |                          |
  * | function  | PRJ#<prj>          | FN#<name>           |                 |                          |
  * | fn-version| PRJ#<prj>          | FNV#<name>#<gen>#<v>|                 |                          |
  * | rt-ticket | RTT#<sha256>       | RTT                 |                 |                          |

@@ -54,6 +54,7 @@ import {
   downloadTicketSchema,
   listObjectsQuerySchema,
   objectKeySchema,
+  objectReadQuerySchema,
   objectListSchema,
   objectRowSchema,
   uploadTicketRequestSchema,
@@ -74,14 +75,19 @@ const objectRead = (withBody: boolean): RouteDoc => ({
   tag: 'storage',
   summary: withBody ? 'Read an object\'s bytes' : 'Read an object\'s headers',
   description:
-    'Owner session only. `{key}` may contain `/`; other reserved characters are percent-encoded. ' +
-    'A single `Range: bytes=…` is honoured (206); `If-None-Match` with the current ETag answers 304. A pending ' +
-    'row has no bytes yet: 404 (docs/storage.md).',
+    'The owner session, or instead a signed URL from a download ticket (`?expires=…&signature=…`, no ' +
+    '`Authorization` header; 401 once expired or altered; docs/storage.md "Signed URLs"). `{key}` may contain ' +
+    '`/`; other reserved characters are percent-encoded. A single `Range: bytes=…` is honoured (206) unless an ' +
+    '`If-Range` no longer matches (then 200, the whole object); `If-None-Match` with the current ETag, or an ' +
+    '`If-Modified-Since` not before `Last-Modified`, answers 304 (RFC 9110 §13). A pending row has no bytes yet: 404.',
   access: 'session',
   params: object,
+  query: objectReadQuerySchema,
   headers: {
     Range: { description: 'one byte range (RFC 9110 §14.2); a range past the end is 416' },
-    'If-None-Match': { description: 'an ETag; 304 when it is the current one' },
+    'If-None-Match': { description: 'ETags or `*`; 304 when one is the current one' },
+    'If-Modified-Since': { description: 'an HTTP-date; 304 when the object was not modified after it (ignored beside `If-None-Match`)' },
+    'If-Range': { description: 'an ETag or an HTTP-date; the `Range` applies only while it matches, else the whole object' },
   },
   answers: {
     200: { description: 'the bytes', content: { type: '*/*', description: 'the object\'s bytes, unchanged' }, headers: bytesHeaders },
@@ -375,7 +381,11 @@ export const ROUTE_DOCS: RouteDocs = {
   'DELETE /v0/projects/:id/storage/buckets/:bucket': {
     tag: 'storage',
     summary: 'Delete a bucket',
-    description: 'An empty bucket, or with `force` every object in it too (receipted per object).',
+    description:
+      '409 while it holds objects (pending rows too), unless `force=true`: then every object is deleted first, each ' +
+      'receipted as `DELETE …/objects` is, then the bucket (`bucket.delete` receipt). A forced deletion cut short ' +
+      'leaves the bucket with fewer objects, taking no new ones (409); repeating the DELETE finishes it ' +
+      '(docs/storage.md "Deleting a bucket").',
     access: 'session',
     params: { ...project, bucket: bucketNameSchema },
     query: deleteBucketQuerySchema,
@@ -403,6 +413,10 @@ export const ROUTE_DOCS: RouteDocs = {
   'POST /v0/projects/:id/storage/downloads': {
     tag: 'storage',
     summary: 'A ticket to read an object',
+    description:
+      'With `signed: true` the ticket also carries `signed_url`, which reads the object without a session until ' +
+      '`expires_at` (`expires_in` seconds, default the ticket lifetime, at most `SVCD_SIGNED_URL_MAX_SECONDS`; ' +
+      'docs/storage.md "Signed URLs").',
     access: 'session',
     params: project,
     body: downloadTicketRequestSchema,
@@ -414,12 +428,18 @@ export const ROUTE_DOCS: RouteDocs = {
     summary: 'Write an object\'s bytes',
     description:
       'Streams the body into the blob store, then upserts the catalog row; receipted. The body is at most ' +
-      '`SVCD_STORAGE_MAX_BYTES` (413 before a byte is read when `Content-Length` says more).',
+      '`SVCD_STORAGE_MAX_BYTES` (413 before a byte is read when `Content-Length` says more). `If-None-Match: *` ' +
+      'creates only, `If-Match` replaces only the listed ETags; a failed precondition is 409 `conflict`, not 412 ' +
+      '(docs/storage.md "Conditional requests"). 409 too while the bucket is being deleted.',
     access: 'session',
     params: object,
+    headers: {
+      'If-Match': { description: 'ETags or `*`: write only over stored bytes with one of these ETags (strong comparison)' },
+      'If-None-Match': { description: '`*` (write only when the key has no bytes) or ETags the current bytes must not have' },
+    },
     rawBody: { type: '*/*', description: 'the object\'s bytes; `Content-Type` is stored with them (default `application/octet-stream`)' },
     answers: { 201: { description: 'a new object', json: objectRowSchema }, 200: { description: 'replaced (id kept)', json: objectRowSchema } },
-    errors: [413, 502, 503],
+    errors: [409, 413, 502, 503],
   },
   'GET /v0/projects/:id/storage/objects/:bucket/:key+': objectRead(true),
   'HEAD /v0/projects/:id/storage/objects/:bucket/:key+': objectRead(false),
@@ -439,7 +459,10 @@ export const ROUTE_DOCS: RouteDocs = {
   'GET /v0/projects/:id/storage/objects': {
     tag: 'storage',
     summary: 'List a bucket\'s objects by key',
-    description: 'Pending rows included, with their `state`.',
+    description:
+      'Pending rows included, with their `state`. `prefix` keeps the keys that start with it; with `delimiter`, each ' +
+      'key holding it after the prefix is rolled up into `common_prefixes` (S3\'s ListObjectsV2). `limit` counts rows ' +
+      'and prefixes together; a cursor belongs to its prefix and delimiter.',
     access: 'session',
     params: project,
     query: listObjectsQuerySchema,
