@@ -4,14 +4,23 @@
  * `client.project(id)`, the data plane (`sql`, `batch`, `search`) on the client with a project key.
  */
 import { DataPlane, type SearchOptions } from './dataplane.ts';
+import { FunctionsApi } from './functions.ts';
 import { seg, Transport, type CallOptions, type ClientOptions } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
 import { subscribe, type SubscribeOptions } from './realtime.ts';
+import { sseFrames } from './sse.ts';
 import type { InArgs, InStatement, ResultSet } from './results.ts';
 import { StorageClient } from './storage.ts';
 import type {
   Capabilities,
   CreateKeyInput,
+  EngineLogs,
+  Me,
+  RealtimeTicket,
+  RenameProjectInput,
+  ReplacedDir,
+  ReplacedPage,
+  RotatedSecret,
   CreateProjectInput,
   CreateSnapshotInput,
   Head,
@@ -83,6 +92,30 @@ export class SvcClient {
   /** `POST /v0/sessions`: a new session from the account id and secret. */
   createSession(input: SessionInput, call?: CallOptions): Promise<Session> {
     return this.#t.json({ method: 'POST', path: '/v0/sessions', json: input, auth: 'none' }, call);
+  }
+
+  /** `GET /v0/me`: the account of the session. */
+  me(call?: CallOptions): Promise<Me> {
+    return this.#t.json({ method: 'GET', path: '/v0/me', auth: 'session' }, call);
+  }
+
+  /** `DELETE /v0/sessions/current`: ends the client's session (the next call with it is 401). */
+  async endSession(call?: CallOptions): Promise<void> {
+    const { done } = await this.#t.send({ method: 'DELETE', path: '/v0/sessions/current', auth: 'session' }, call);
+    done();
+  }
+
+  /**
+   * `POST /v0/account/secret`: a new account secret (shown in this answer only) and a new session;
+   * every session issued before ends.
+   */
+  rotateSecret(currentSecret: string, call?: CallOptions): Promise<RotatedSecret> {
+    return this.#t.json({ method: 'POST', path: '/v0/account/secret', json: { account_secret: currentSecret }, auth: 'session' }, call);
+  }
+
+  /** `GET /v0/receipts?project=`: a project's receipts, also after the project was deleted (within the retention). */
+  receipts(projectId: string, input: PageInput = {}, call?: CallOptions): Pages<ReceiptsPage, Receipt> {
+    return listPages(this.#t, '/v0/receipts', input, call, (p: ReceiptsPage) => p.receipts, { project: projectId });
   }
 
   /** `POST /v2/sql`: one statement, with positional or named arguments (needs a project key). */
@@ -158,6 +191,10 @@ export class ProjectClient {
   readonly realtime: RealtimeApi;
   /** Receipts of receipted changes. */
   readonly receipts: ReceiptsApi;
+  /** Previous data directories restore moved aside. */
+  readonly replaced: ReplacedApi;
+  /** Functions. */
+  readonly functions: FunctionsApi;
 
   constructor(transport: Transport, id: string) {
     this.#t = transport;
@@ -169,11 +206,47 @@ export class ProjectClient {
     this.secrets = new SecretsApi(transport, this.#base);
     this.realtime = new RealtimeApi(transport, id, this.#base);
     this.receipts = new ReceiptsApi(transport, this.#base);
+    this.replaced = new ReplacedApi(transport, this.#base);
+    this.functions = new FunctionsApi(transport, this.#base);
   }
 
   /** `GET /v0/projects/{id}`. */
   get(call?: CallOptions): Promise<Project> {
     return this.#t.json({ method: 'GET', path: this.#base, auth: 'session' }, call);
+  }
+
+  /** `PATCH /v0/projects/{id}`: renames the project. */
+  rename(name: RenameProjectInput['name'], call?: CallOptions): Promise<Project> {
+    return this.#t.json({ method: 'PATCH', path: this.#base, json: { name }, auth: 'session' }, call);
+  }
+
+  /**
+   * `DELETE /v0/projects/{id}`: stops the engine and removes the project with its keys, objects,
+   * snapshots, secrets, functions and data; answers the project as it was.
+   */
+  delete(call?: CallOptions): Promise<Project> {
+    return this.#t.json({ method: 'DELETE', path: this.#base, auth: 'session' }, call);
+  }
+
+  /** `GET …/logs`: the engine's last log lines. */
+  logs(options: { tail?: number } & CallOptions = {}): Promise<EngineLogs> {
+    const { tail, ...call } = options;
+    return this.#t.json({ method: 'GET', path: `${this.#base}/logs`, query: { tail }, auth: 'session' }, call);
+  }
+
+  /** `GET …/logs?follow=1`: the engine's last log lines, then each new one, until the signal aborts. */
+  async *followLogs(options: { tail?: number; signal?: AbortSignal } = {}): AsyncGenerator<string> {
+    const { response, done } = await this.#t.send(
+      { method: 'GET', path: `${this.#base}/logs`, query: { tail: options.tail, follow: 1 }, headers: { accept: 'text/event-stream' }, auth: 'session', streaming: true },
+      options.signal ? { signal: options.signal } : {},
+    );
+    try {
+      for await (const frame of sseFrames(response.body!)) {
+        if (frame.event === 'line' && frame.data !== undefined) yield JSON.parse(frame.data) as string;
+      }
+    } finally {
+      done();
+    }
   }
 
   /** `POST …/wakeup`: starts the engine (idempotent); answers the project, `running`. */
@@ -220,6 +293,32 @@ export class SnapshotsApi {
   /** `GET …/snapshots/{snapshot_id}`. */
   get(snapshotId: string, call?: CallOptions): Promise<Snapshot> {
     return this.#t.json({ method: 'GET', path: `${this.#base}/${seg(snapshotId)}`, auth: 'session' }, call);
+  }
+
+  /** `DELETE …/snapshots/{snapshot_id}`: removes the snapshot and its backup directory. */
+  delete(snapshotId: string, call?: CallOptions): Promise<Snapshot> {
+    return this.#t.json({ method: 'DELETE', path: `${this.#base}/${seg(snapshotId)}`, auth: 'session' }, call);
+  }
+}
+
+/** The previous data directories restore moved aside (docs/lifecycle.md "Previous data directories"). */
+export class ReplacedApi {
+  readonly #t: Transport;
+  readonly #base: string;
+
+  constructor(transport: Transport, projectBase: string) {
+    this.#t = transport;
+    this.#base = `${projectBase}/replaced`;
+  }
+
+  /** `GET …/replaced`: newest first, with their sizes. */
+  list(input: PageInput = {}, call?: CallOptions): Pages<ReplacedPage, ReplacedDir> {
+    return listPages(this.#t, this.#base, input, call, (p: ReplacedPage) => p.replaced);
+  }
+
+  /** `DELETE …/replaced/{name}`: frees one; answers it as it was. */
+  delete(name: string, call?: CallOptions): Promise<ReplacedDir> {
+    return this.#t.json({ method: 'DELETE', path: `${this.#base}/${seg(name)}`, auth: 'session' }, call);
   }
 }
 
@@ -296,6 +395,17 @@ export class RealtimeApi {
   publish(channel: string, event: string, payload?: unknown, call?: CallOptions): Promise<RealtimeEvent> {
     return this.#t.json(
       { method: 'POST', path: `${this.#base}/publish`, json: { channel, event, ...(payload === undefined ? {} : { payload }) }, auth: 'session' },
+      call,
+    );
+  }
+
+  /**
+   * `POST …/realtime/tickets` (project key or owner session): a single-use ticket for a browser's
+   * `EventSource`, which cannot send `Authorization` (docs/realtime.md "Browsers: tickets").
+   */
+  ticket(channels: string | readonly string[], call?: CallOptions): Promise<RealtimeTicket> {
+    return this.#t.json(
+      { method: 'POST', path: `${this.#base}/tickets`, json: { channels: typeof channels === 'string' ? [channels] : [...channels] }, auth: 'either' },
       call,
     );
   }

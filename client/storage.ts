@@ -29,6 +29,10 @@ export interface UploadOptions extends CallOptions {
   onProgress?: (progress: { loaded: number; total: number | null }) => void;
   /** The length of a stream body, when known: sent as `Content-Length` (Node), so the service can refuse an oversized body at once. */
   size?: number;
+  /** Store only if the object's current etag is this one (RFC 9110 `If-Match`); else 409 `conflict`. */
+  ifMatch?: string;
+  /** `*`: store only if no object has this key yet (RFC 9110 `If-None-Match`); else 409 `conflict`. */
+  ifNoneMatch?: '*';
 }
 
 /** Options of `download`. */
@@ -37,6 +41,10 @@ export interface DownloadOptions extends CallOptions {
   range?: string;
   /** Answer `notModified` when the object's ETag is this one (as read from a previous download). */
   ifNoneMatch?: string;
+  /** Answer `notModified` when the object has not changed since this time. */
+  ifModifiedSince?: Date;
+  /** With `range`: the range only if the object's etag is still this one, else the whole object. */
+  ifRange?: string;
 }
 
 /** An object's bytes as a stream, with what its headers say. */
@@ -67,9 +75,9 @@ export interface ObjectHead {
 
 /** Options of `list`. */
 export interface ListObjectsInput extends PageInput {
-  /** Only keys starting with this (sent when the service supports it). */
+  /** Only keys starting with this. */
   prefix?: string;
-  /** Group keys by this after the prefix, S3 style (sent when the service supports it). */
+  /** Roll keys up at this after the prefix, S3 style: they come back in `common_prefixes`. */
   delimiter?: string;
 }
 
@@ -101,6 +109,15 @@ export class StorageClient {
     return this.#t.json({ method: 'PUT', path: `${this.#base}/buckets/${seg(name)}`, auth: 'session' }, call);
   }
 
+  /**
+   * `DELETE …/storage/buckets/{bucket}`: removes an empty bucket (409 `conflict` otherwise); with
+   * `force`, every object in it first (each receipted).
+   */
+  deleteBucket(name: string, options: { force?: boolean } & CallOptions = {}): Promise<Bucket> {
+    const { force, ...call } = options;
+    return this.#t.json({ method: 'DELETE', path: `${this.#base}/buckets/${seg(name)}`, query: { force: force ? 'true' : undefined }, auth: 'session' }, call);
+  }
+
   /** `GET …/storage/buckets`: the project's buckets, by name, page by page. */
   listBuckets(input: PageInput = {}, call?: CallOptions): Pages<BucketsPage, Bucket> {
     return listPages(this.#t, `${this.#base}/buckets`, input, call, (p: BucketsPage) => p.buckets);
@@ -124,6 +141,8 @@ export class StorageClient {
     const contentType = options.contentType ?? (body instanceof Blob && body.type ? body.type : undefined);
     const headers: Record<string, string> = {};
     if (contentType) headers['content-type'] = contentType;
+    if (options.ifMatch) headers['if-match'] = quote(options.ifMatch);
+    if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
     let payload: Blob | ReadableStream<Uint8Array> = sent;
     if (onProgress || sent instanceof ReadableStream) {
       const stream = sent instanceof Blob ? sent.stream() : sent;
@@ -141,7 +160,9 @@ export class StorageClient {
   async download(bucket: string, key: string, options: DownloadOptions = {}): Promise<Download> {
     const headers: Record<string, string> = {};
     if (options.range) headers.range = options.range;
-    if (options.ifNoneMatch) headers['if-none-match'] = `"${options.ifNoneMatch.replace(/^"|"$/g, '')}"`;
+    if (options.ifNoneMatch) headers['if-none-match'] = quote(options.ifNoneMatch);
+    if (options.ifModifiedSince) headers['if-modified-since'] = options.ifModifiedSince.toUTCString();
+    if (options.ifRange) headers['if-range'] = quote(options.ifRange);
     const { response, done } = await this.#t.send(
       { method: 'GET', path: objectPath(this.#project, bucket, key), headers, auth: 'session', streaming: true, accept: [304] },
       options,
@@ -190,6 +211,10 @@ export class StorageClient {
 
 function blobOf(bytes: Uint8Array | ArrayBuffer | string): Blob {
   return new Blob([bytes as Uint8Array<ArrayBuffer> | string]);
+}
+
+function quote(etag: string): string {
+  return `"${etag.replace(/^"|"$/g, '')}"`;
 }
 
 function unquote(etag: string | null): string | null {

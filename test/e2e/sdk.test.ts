@@ -253,4 +253,81 @@ describe('the SDK against the local stack', () => {
     expect(receipts.receipts.map((r) => r.op)).toEqual(['secret.delete', 'secret.put']);
     expect(receipts.next_cursor).not.toBeNull();
   });
+  it('manages what users expect beyond the contract: rename, previous directories, snapshot and bucket deletes, conditions, signed URLs, prefixes', async () => {
+    expect((await project.rename('renamed')).name).toBe('renamed');
+    expect((await svc.me()).project_count).toBe(2);
+
+    await project.sleep();
+    const replaced = await project.replaced.list().all();
+    expect(replaced.length).toBe(1);
+    expect(await project.replaced.delete(replaced[0]!.name)).toMatchObject({ name: replaced[0]!.name });
+    const snap = (await project.snapshots.list().first()).snapshots[0]!;
+    expect((await project.snapshots.delete(snap.id)).id).toBe(snap.id);
+    await project.wakeup();
+
+    await project.storage.createBucket('docs');
+    await project.storage.upload('docs', 'a/1.txt', 'one', { ifNoneMatch: '*' });
+    await expect(project.storage.upload('docs', 'a/1.txt', 'again', { ifNoneMatch: '*' })).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    const two = await project.storage.upload('docs', 'a/2.txt', 'two');
+    await expect(project.storage.upload('docs', 'a/2.txt', 'x', { ifMatch: 'not-the-etag' })).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    await project.storage.upload('docs', 'a/2.txt', 'three', { ifMatch: two.etag });
+    await project.storage.upload('docs', 'b.txt', 'b');
+    const page = await project.storage.list('docs', { delimiter: '/' }).first();
+    expect([page.objects.map((o) => o.key), page.common_prefixes]).toEqual([['b.txt'], ['a/']]);
+    expect((await project.storage.list('docs', { prefix: 'a/' }).all()).map((o) => o.key)).toEqual(['a/1.txt', 'a/2.txt']);
+
+    const ticket = await project.storage.downloadTicket({ bucket: 'docs', key: 'b.txt', signed: true, expires_in: 60 });
+    const anonymous = await fetch(`${stack.url}${ticket.signed_url}`);
+    expect([anonymous.status, await anonymous.text()]).toEqual([200, 'b']);
+
+    await expect(project.storage.deleteBucket('docs')).rejects.toMatchObject({ status: 409, code: 'conflict' });
+    expect(await project.storage.deleteBucket('docs', { force: true })).toMatchObject({ name: 'docs' });
+    expect((await project.logs({ tail: 5 })).lines.length).toBeGreaterThan(0);
+  });
+
+  it('hands browsers a single-use realtime ticket', async () => {
+    const ticket = await project.realtime.ticket(['chat']);
+    expect(ticket).toMatchObject({ project: project.id, channels: ['chat'] });
+    const r = await fetch(`${stack.url}${ticket.subscribe_url}`);
+    expect([r.status, r.headers.get('content-type')]).toEqual([200, expect.stringContaining('text/event-stream')]);
+    await r.body!.cancel();
+  });
+
+  it('deploys, invokes, reads and deletes a function', async () => {
+    await project.secrets.set('GREETING', 'hello');
+    const module = 'export default { async fetch(request, env) { const u = new URL(request.url); return Response.json({ path: u.pathname, q: u.searchParams.get("q"), greeting: env.GREETING, body: await request.text() }); } };';
+    const fn = await project.functions.deploy('echo', module, { timeoutMs: 5000 });
+    expect(fn).toMatchObject({ name: 'echo', version: 1, timeout_ms: 5000 });
+    expect((await project.functions.deploy('echo', new TextEncoder().encode(module))).version).toBe(2);
+    expect((await project.functions.list().all()).map((f) => f.name)).toEqual(['echo']);
+    expect((await project.functions.versions('echo').all()).map((v) => v.version)).toEqual([2, 1]);
+    expect((await project.functions.get('echo')).version).toBe(2);
+
+    const r = await project.functions.invoke('echo', { path: '/users/7', query: { q: 'x' }, headers: { 'x-trace': '1' } });
+    expect(await r.json()).toEqual({ path: '/users/7', q: 'x', greeting: 'hello', body: '' });
+    const asKey = sdk.createClient({ baseUrl: stack.url, key }).project(project.id);
+    expect((await (await asKey.functions.invoke('echo')).json()).greeting).toBe('hello');
+    await expect(project.functions.invoke('nope')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    expect((await project.functions.logs('echo', { tail: 10 })).lines.join('\n')).toContain('deployed version 2');
+    expect((await project.functions.delete('echo')).name).toBe('echo');
+  });
+
+  it('ends sessions, rotates the secret, and deletes a project whose receipts stay readable', async () => {
+    const receiptsBefore = await svc.receipts(project.id).all();
+    expect(receiptsBefore.length).toBeGreaterThan(0);
+    const deleted = await project.delete();
+    expect(deleted.id).toBe(project.id);
+    await expect(project.get()).rejects.toMatchObject({ status: 404 });
+    expect((await svc.receipts(project.id).all()).length).toBeGreaterThanOrEqual(receiptsBefore.length);
+
+    const account = await sdk.createClient({ baseUrl: stack.url }).signup({});
+    const mine = sdk.createClient({ baseUrl: stack.url, token: account.token });
+    const rotated = await mine.rotateSecret(account.account_secret);
+    expect(rotated.account_secret).not.toBe(account.account_secret);
+    await expect(mine.me()).rejects.toMatchObject({ status: 401, code: 'authentication_required' });
+    const fresh = mine.withCredentials({ token: rotated.token });
+    expect((await fresh.me()).account_id).toBe(account.account_id);
+    await fresh.endSession();
+    await expect(fresh.me()).rejects.toMatchObject({ status: 401 });
+  });
 });
