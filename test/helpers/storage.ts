@@ -29,6 +29,10 @@ export interface StorageDriver {
   base(): string;
   /** The path of `bucket/key`, each segment percent-encoded. */
   objectUrl(bucket: string, key: string): string;
+  /** The execution context requests are sent with: it keeps the work handed to it after an answer. */
+  exec: { waitUntil(task: Promise<unknown>): void };
+  /** How much of that work is still running. */
+  unsettled(): number;
   /** Waits for the work the handlers left to finish after their answers (a replaced blob's delete). */
   settled(): Promise<void>;
   /** Every blob the store holds for the project (fs: files; s3: keys), once that work is done. */
@@ -72,6 +76,8 @@ export function storageDriver(
     sendJson: (method, path, body, t) => send(method, path, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, t }),
     base,
     objectUrl: (bucket, key) => `${base()}/objects/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`,
+    exec,
+    unsettled: () => background.size,
     settled,
     async blobsOf(projectId = who().projectId) {
       await settled();

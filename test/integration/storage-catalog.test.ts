@@ -23,25 +23,8 @@ describe('listing long keys from DynamoDB', () => {
     for (const c of ['a', 'b', 'é', '😀', '\u{10000}', 'z']) for (const d of ['1', '2', '日']) keys.push(long + c + d);
     keys.push(...['😀'.repeat(1024), '😀'.repeat(1023) + 'a', '😀'.repeat(1023) + '\u{10ffff}']);
     keys.push(...['p/', 'p/p/', long.slice(0, KEY_PART_BUDGET), 'a', 'zz', long + 'a', '\uffff', '\u{10000}']);
-    const at = new Date(0).toISOString();
-    await createBucket(db, { project, name: 'long-keys', created_at: at });
-    for (const [i, key] of keys.entries()) {
-      const row: ObjectRecord = {
-        id: `obj_${i.toString(16).padStart(16, '0')}`,
-        project,
-        bucket: 'long-keys',
-        key,
-        size: 0,
-        etag: '',
-        content_type: 'application/octet-stream',
-        backend: 'fs',
-        state: 'pending',
-        created_at: at,
-        updated_at: at,
-        blob: null,
-      };
-      expect((await reserveObject(db, row)).created).toBe(true);
-    }
+    await createBucket(db, { project, name: 'long-keys', created_at: new Date(0).toISOString() });
+    for (const [i, key] of keys.entries()) expect((await reserveObject(db, pendingRow(project, 'long-keys', key, i))).created).toBe(true);
     keys.sort(compareKeys);
   });
 
@@ -198,20 +181,7 @@ describe('the byte routes\' batched read', () => {
     const at = new Date(0).toISOString();
     await createBucket(db, { project, name: 'batched', created_at: at });
     const long = 'q/'.repeat(470);
-    const row = (key: string, id: string): ObjectRecord => ({
-      id,
-      project,
-      bucket: 'batched',
-      key,
-      size: 0,
-      etag: '',
-      content_type: 'text/plain',
-      backend: 'fs',
-      state: 'pending',
-      created_at: at,
-      updated_at: at,
-      blob: null,
-    });
+    const row = (key: string, id: string): ObjectRecord => ({ ...pendingRow(project, 'batched', key, 0), id, content_type: 'text/plain' });
     await reserveObject(db, row('short', 'obj_00000000000000b1'));
     await reserveObject(db, row(long + 'a', 'obj_00000000000000b2'));
 

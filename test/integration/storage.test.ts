@@ -4,19 +4,17 @@
  * the only injected fault is a DynamoDB client that refuses the catalog transaction.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp } from '../../handlers/index.ts';
-import { createS3Client } from '../../shared/blobs/s3.ts';
-import { loadSettings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { serveFetch, type Served } from '../../shared/http/node-http.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { S3_TEST_BUCKET, s3TestSettings } from '../setup/s3rver.ts';
+import { s3TestSettings } from '../setup/s3rver.ts';
+import { storageDriver } from '../helpers/storage.ts';
 import { patternBytes, webStreamOf } from '../helpers/bytes.ts';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -47,37 +45,8 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
   let accountId: string;
   let prj: string;
 
-  const base = () => `/v0/projects/${prj}/storage`;
-  const objectUrl = (bucket: string, key: string) =>
-    `${base()}/objects/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
-
-  /**
-   * Work the handlers left to finish after their answers (a replaced blob's delete), handed over as
-   * a worker runtime's execution context would take it: `settled()` waits for all of it.
-   */
-  const background = new Set<Promise<unknown>>();
-  const exec = {
-    waitUntil(task: Promise<unknown>) {
-      const tracked = task.finally(() => background.delete(tracked));
-      background.add(tracked);
-    },
-  };
-  async function settled(): Promise<void> {
-    while (background.size > 0) await Promise.allSettled([...background]);
-  }
-
-  async function send(method: string, path: string, init: { body?: BodyInit | Uint8Array | null; headers?: Record<string, string>; t?: string | null } = {}) {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    const t = init.t === undefined ? token : init.t;
-    if (t) headers.authorization = `Bearer ${t}`;
-    const streaming = init.body instanceof ReadableStream;
-    return svc.app.fetch(
-      new Request(`http://svc.test${path}`, { method, headers, body: (init.body ?? undefined) as BodyInit | undefined, ...(streaming ? { duplex: 'half' } : {}) } as RequestInit),
-      exec,
-    );
-  }
-  const sendJson = (method: string, path: string, body: unknown, t?: string | null) =>
-    send(method, path, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, t });
+  const driver = storageDriver(() => svc, () => ({ token, projectId: prj }), backend);
+  const { send, sendJson, base, objectUrl, exec, settled, blobsOf } = driver;
 
   async function makeBucket(name: string) {
     const r = await send('PUT', `${base()}/buckets/${name}`);
@@ -98,22 +67,6 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
     const r = await send('GET', `${base()}/objects?bucket=${bucket}${query}`);
     expect(r.status).toBe(200);
     return (await r.json()) as Record<string, any>;
-  }
-
-  /**
-   * Every blob the store holds for the project (fs: files under blobs/<prj>; s3: keys under
-   * blobs/<prj>/), once the work left after earlier answers is done.
-   */
-  async function blobsOf(projectId = prj): Promise<string[]> {
-    await settled();
-    if (backend === 'fs') {
-      const dir = join(svc.env.SVCD_ROOT!, 'blobs', projectId);
-      if (!existsSync(dir)) return [];
-      return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => statSync(join(dir, f)).isFile());
-    }
-    const s3 = createS3Client(loadSettings(svc.env));
-    const out = await s3.send(new ListObjectsV2Command({ Bucket: S3_TEST_BUCKET, Prefix: `blobs/${projectId}/` }));
-    return (out.Contents ?? []).map((o) => o.Key!);
   }
 
   /** Temp files of the fs backend (a failed write must leave none). */
@@ -290,7 +243,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const r = await put('bytes', 'later', patternBytes(10, 2));
       expect(r.status).toBe(200);
       // Answered with the old blob's delete still to run (it needs a round trip to the store)...
-      expect(background.size).toBe(1);
+      expect(driver.unsettled()).toBe(1);
       const { bytes } = await getBytes('bytes', 'later');
       expect(bytes).toEqual(patternBytes(10, 2));
       // ...and once that work is done, only the new blob is left.
@@ -411,10 +364,11 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       expect(r.status).toBe(400);
     });
 
-    it('refuses a missing key with 400', async () => {
-      const r = await send('PUT', `${base()}/objects/bytes/`, { body: patternBytes(3) });
+    it('refuses a missing key with 400 (a path ending in a slash is no route: docs/api.md)', async () => {
+      const r = await send('PUT', `${base()}/objects/bytes`, { body: patternBytes(3) });
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.message).toMatch(/^key: /);
+      expect((await send('PUT', `${base()}/objects/bytes/`, { body: patternBytes(3) })).status).toBe(404);
     });
   });
 
