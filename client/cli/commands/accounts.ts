@@ -74,10 +74,15 @@ export function register(program: Command, r: Registry): void {
 
   program
     .command('logout')
-    .description('forget the profile: its session, account secret and stored keys')
+    .description('end the session on the service and forget the profile: its session, account secret and stored keys')
     .action(
       r.action(async (cli) => {
         const had = cli.profile();
+        if (had?.token && !cli.env.SVC_TOKEN) {
+          // End the session on the service too, so the token is worthless if it was copied; a
+          // session that already ended (or a service that cannot be reached) does not stop the logout.
+          await cli.anonymous().withCredentials({ token: had.token }).endSession().catch(() => {});
+        }
         updateProfile(cli.dir, cli.profileName, () => null);
         cli.out.result({ profile: cli.profileName, removed: !!had }, () => {
           cli.out.line(had ? `Logged out: profile "${cli.profileName}" removed from ${cli.configFile}` : `No profile "${cli.profileName}" to remove`);
@@ -87,16 +92,19 @@ export function register(program: Command, r: Registry): void {
 
   program
     .command('whoami')
-    .description('the profile in use: service, account and session expiry')
+    .description('the account of the session (GET /v0/me) and the profile in use')
     .action(
       r.action(async (cli) => {
         const p = cli.profile();
         if (!p && !cli.env.SVC_TOKEN) throw new CliError(`no profile "${cli.profileName}"`, 'run `svc signup` or `svc login`');
+        const me = await cli.withSession((c) => c.me());
         const info = {
           profile: cli.profileName,
           base_url: cli.baseUrl(),
-          account_id: p?.account_id ?? null,
-          expires_at: cli.env.SVC_TOKEN ? null : (p?.expires_at ?? null),
+          account_id: me.account_id,
+          name: me.name,
+          project_count: me.project_count,
+          session_expires_at: cli.env.SVC_TOKEN ? null : (cli.profile()?.expires_at ?? null),
           token_from: cli.env.SVC_TOKEN ? 'SVC_TOKEN' : 'profile',
           config: cli.configFile,
         };

@@ -1,6 +1,170 @@
-/** `svc functions …`: registered once the service has function routes (docs/cli.md "Functions"). */
+/**
+ * `svc functions deploy|list|get|versions|invoke|logs|rm` (docs/functions.md; docs/cli.md
+ * "Functions"). `deploy` sends one bundled ES module file; `invoke` prints the function's answer
+ * body on stdout (its status and headers with `--json`) and exits 1 when the status is 400 or more.
+ */
+import { openAsBlob } from 'node:fs';
+import { Readable } from 'node:stream';
 import type { Command } from 'commander';
+import { CliError, UsageError } from '../errors.ts';
+import { readStdin } from '../input.ts';
 import type { Registry } from '../program.ts';
+import { jsonArg, projectArg } from './args.ts';
+import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import type { FunctionInfo } from '../../types.ts';
+
+function whole(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`${name} must be a whole number (got ${JSON.stringify(value)})`);
+  return Number(value);
+}
 
 /** Registers the function commands. */
-export function register(_program: Command, _r: Registry): void {}
+export function register(program: Command, r: Registry): void {
+  const functions = program.command('functions').description("a project's functions: deploy, invoke, read their logs");
+  const row = (f: FunctionInfo) => [f.name, f.version, f.size, f.timeout_ms, f.memory_mb, f.max_concurrency, f.updated_at];
+  const head = ['name', 'version', 'bytes', 'timeout_ms', 'memory_mb', 'max_concurrency', 'updated_at'];
+
+  functions
+    .command('deploy')
+    .description('deploy a bundled ES module (export default { fetch(request, env) }) as the function\'s new version')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the function name: a-z, 0-9 and -, starting with a letter')
+    .argument('<file>', 'the module file ("-" for stdin)')
+    .option('--timeout-ms <ms>', 'wall-clock limit of one invocation, 100 to 60000 (default 10000)')
+    .option('--memory-mb <mib>', 'heap limit of each worker, 32 to 1024 (default 128)')
+    .option('--max-concurrency <n>', 'invocations at once, 1 to 64 (default 8)')
+    .action(
+      r.action(async (cli, id: string, name: string, file: string, options: { timeoutMs?: string; memoryMb?: string; maxConcurrency?: string }) => {
+        cli.failure.project = projectArg(id);
+        let module: Blob | string;
+        try {
+          module = file === '-' ? await readStdin(cli.io.stdin) : await openAsBlob(file);
+        } catch (err) {
+          throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        }
+        const settings = {
+          ...(options.timeoutMs !== undefined ? { timeoutMs: whole(options.timeoutMs, '--timeout-ms')! } : {}),
+          ...(options.memoryMb !== undefined ? { memoryMb: whole(options.memoryMb, '--memory-mb')! } : {}),
+          ...(options.maxConcurrency !== undefined ? { maxConcurrency: whole(options.maxConcurrency, '--max-concurrency')! } : {}),
+        };
+        const fn = await cli.withSession((c) => c.project(id).functions.deploy(name, module, settings));
+        cli.out.result(fn, () => cli.out.line(`deployed ${fn.name} version ${fn.version} (${fn.size} bytes, sha256 ${fn.sha256.slice(0, 12)}…)`));
+      }),
+    );
+
+  listOptions(functions.command('list').description("the project's functions").argument('<project>', 'the project id')).action(
+    r.action(async (cli, id: string, options: ListOptions) => {
+      cli.failure.project = projectArg(id);
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).functions.list(pageInput(options)), options, 'functions'));
+      cli.out.result(page, () => {
+        cli.out.table(head, items.map(row));
+        moreNote(cli, next_cursor, `svc functions list ${id}`);
+      });
+    }),
+  );
+
+  functions
+    .command('get')
+    .description('one function and its current version')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the function name')
+    .action(
+      r.action(async (cli, id: string, name: string) => {
+        cli.failure.project = projectArg(id);
+        const fn = await cli.withSession((c) => c.project(id).functions.get(name));
+        cli.out.result(fn, () => cli.out.fields({ ...fn }));
+      }),
+    );
+
+  listOptions(
+    functions.command('versions').description("a function's deployed versions, newest first").argument('<project>', 'the project id').argument('<name>', 'the function name'),
+  ).action(
+    r.action(async (cli, id: string, name: string, options: ListOptions) => {
+      cli.failure.project = projectArg(id);
+      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).functions.versions(name, pageInput(options)), options, 'versions'));
+      cli.out.result(page, () => {
+        cli.out.table(['version', 'bytes', 'sha256', 'created_at'], items.map((v) => [v.version, v.size, v.sha256.slice(0, 16), v.created_at]));
+        moreNote(cli, next_cursor, `svc functions versions ${id} ${name}`);
+      });
+    }),
+  );
+
+  functions
+    .command('invoke')
+    .description('call the function (with SVC_KEY, as that project key) and print its answer')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the function name')
+    .argument('[path]', 'the path after /invoke, such as /users/7', '')
+    .option('-X, --method <method>', 'the HTTP method (default GET, POST with --data)')
+    .option('-d, --data <body>', 'the request body ("-" reads stdin)')
+    .option('-H, --header <header...>', 'request headers as "Name: value"')
+    .action(
+      r.action(async (cli, id: string, name: string, path: string, options: { method?: string; data?: string; header?: string[] }) => {
+        cli.failure.project = projectArg(id);
+        const headers: Record<string, string> = {};
+        for (const h of options.header ?? []) {
+          const colon = h.indexOf(':');
+          if (colon < 1) throw new UsageError(`--header must be "Name: value" (got ${JSON.stringify(h)})`);
+          headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
+        }
+        const [pathname = '', search = ''] = path.split('?', 2);
+        const body = options.data === '-' ? await readStdin(cli.io.stdin) : options.data;
+        const init = {
+          ...(options.method ? { method: options.method } : {}),
+          path: pathname,
+          ...(search ? { query: Object.fromEntries(new URLSearchParams(search)) } : {}),
+          headers,
+          ...(body === undefined ? {} : { body }),
+        };
+        const response = cli.env.SVC_KEY
+          ? await (await cli.dataClient(id)).client.project(id).functions.invoke(name, init)
+          : await cli.withSession((c) => c.project(id).functions.invoke(name, init));
+        if (cli.out.json) {
+          const text = await response.text();
+          let parsed: unknown = text;
+          try {
+            parsed = jsonArg(text, 'the answer');
+          } catch {
+            // Not JSON: printed as a string.
+          }
+          cli.out.result({ status: response.status, headers: Object.fromEntries(response.headers), body: parsed }, () => {});
+        } else if (response.body) {
+          const { pipeline } = await import('node:stream/promises');
+          await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), cli.io.stdout as NodeJS.WritableStream, { end: false });
+          if (response.status >= 400) cli.out.note(cli.out.ce.red(`the function answered ${response.status}`));
+        }
+        return response.status >= 400 ? 1 : 0;
+      }),
+    );
+
+  functions
+    .command('logs')
+    .description("the last lines of the function's console, secrets redacted")
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the function name')
+    .option('--tail <n>', 'lines, 1 to 1000 (default 100)')
+    .action(
+      r.action(async (cli, id: string, name: string, options: { tail?: string }) => {
+        cli.failure.project = projectArg(id);
+        const tail = whole(options.tail, '--tail');
+        const logs = await cli.withSession((c) => c.project(id).functions.logs(name, tail === undefined ? {} : { tail }));
+        cli.out.result(logs, () => {
+          for (const line of logs.lines) cli.out.line(line);
+        });
+      }),
+    );
+
+  functions
+    .command('rm')
+    .description('delete the function (invocations in flight finish)')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the function name')
+    .action(
+      r.action(async (cli, id: string, name: string) => {
+        cli.failure.project = projectArg(id);
+        const fn = await cli.withSession((c) => c.project(id).functions.delete(name));
+        cli.out.result(fn, () => cli.out.line(`deleted ${fn.name}`));
+      }),
+    );
+}

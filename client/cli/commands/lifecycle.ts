@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import type { Snapshot } from '../../types.ts';
 import type { Registry } from '../program.ts';
+import { UsageError } from '../errors.ts';
 import { projectArg } from './args.ts';
 import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
 import { printProject } from './projects.ts';
@@ -82,6 +83,51 @@ export function register(program: Command, r: Registry): void {
       });
     }),
   );
+
+  snapshots
+    .command('delete')
+    .description('delete a snapshot and its backup directory')
+    .argument('<project>', 'the project id')
+    .argument('<snapshot>', 'the snapshot id')
+    .action(
+      r.action(async (cli, id: string, snapshotId: string) => {
+        cli.failure.project = projectArg(id);
+        const snapshot = await cli.withSession((c) => c.project(id).snapshots.delete(snapshotId));
+        cli.out.result(snapshot, () => cli.out.line(`deleted ${snapshot.id}`));
+      }),
+    );
+
+  program
+    .command('logs')
+    .description("the engine's last log lines; --follow keeps printing new ones until Ctrl-C")
+    .argument('<project>', 'the project id')
+    .option('--tail <n>', 'lines, 1 to 10000 (default 100)')
+    .option('-f, --follow', 'keep printing new lines')
+    .action(
+      r.action(async (cli, id: string, options: { tail?: string; follow?: boolean }) => {
+        cli.failure.project = projectArg(id);
+        if (options.tail !== undefined && !/^\d+$/.test(options.tail)) throw new UsageError('--tail must be a whole number');
+        const tail = options.tail === undefined ? {} : { tail: Number(options.tail) };
+        if (!options.follow) {
+          const logs = await cli.withSession((c) => c.project(id).logs(tail));
+          cli.out.result(logs, () => logs.lines.forEach((l) => cli.out.line(l)));
+          return;
+        }
+        const stop = new AbortController();
+        const onSignal = () => stop.abort(new DOMException('interrupted', 'AbortError'));
+        process.once('SIGINT', onSignal);
+        try {
+          const client = await cli.session();
+          for await (const line of client.project(id).followLogs({ ...tail, signal: stop.signal })) {
+            cli.io.stdout.write(cli.out.json ? `${JSON.stringify(line)}\n` : `${line}\n`);
+          }
+        } catch (err) {
+          if (!stop.signal.aborted) throw err;
+        } finally {
+          process.removeListener('SIGINT', onSignal);
+        }
+      }),
+    );
 
   snapshots
     .command('get')

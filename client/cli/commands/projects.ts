@@ -2,6 +2,8 @@
 import type { Command } from 'commander';
 import type { Project } from '../../types.ts';
 import type { Cli } from '../context.ts';
+import { CliError, UsageError } from '../errors.ts';
+import { readLine } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
 import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
@@ -41,6 +43,37 @@ export function register(program: Command, r: Registry): void {
       });
     }),
   );
+
+  projects
+    .command('rename')
+    .description('give the project a new name')
+    .argument('<project>', 'the project id')
+    .argument('<name>', 'the new name (1 to 64 characters)')
+    .action(
+      r.action(async (cli, id: string, name: string) => {
+        cli.failure.project = projectArg(id);
+        const project = await cli.withSession((c) => c.project(id).rename(name));
+        cli.out.result(project, () => printProject(cli, project));
+      }),
+    );
+
+  projects
+    .command('delete')
+    .description('stop the engine and delete the project with its keys, storage, snapshots, secrets, functions and data')
+    .argument('<project>', 'the project id')
+    .option('--yes', 'do not ask (required when stdin is not a terminal)')
+    .action(
+      r.action(async (cli, id: string, options: { yes?: boolean }) => {
+        cli.failure.project = projectArg(id);
+        if (!options.yes) {
+          if (!cli.io.stdin.isTTY) throw new UsageError('deleting a project cannot be undone: pass --yes');
+          const answer = await readLine(cli.io, `delete ${id} and everything in it? type the project id to confirm: `);
+          if (answer.trim() !== id) throw new CliError('not deleted');
+        }
+        const project = await cli.withSession((c) => c.project(id).delete());
+        cli.out.result(project, () => cli.out.line(`deleted ${project.id} (${project.name})`));
+      }),
+    );
 
   projects
     .command('get')

@@ -97,13 +97,28 @@ export function register(program: Command, r: Registry): void {
       }),
     );
 
+  buckets
+    .command('delete')
+    .description('delete an empty bucket; --force deletes its objects first')
+    .argument('<project>', 'the project id')
+    .argument('<bucket>', 'the bucket name')
+    .option('--force', 'delete every object in it first (each receipted)')
+    .action(
+      r.action(async (cli, id: string, name: string, options: { force?: boolean }) => {
+        cli.failure.project = projectArg(id);
+        const bucket = await cli.withSession((c) => c.project(id).storage.deleteBucket(name, { force: !!options.force }));
+        cli.out.result(bucket, () => cli.out.line(`deleted bucket ${bucket.name}`));
+      }),
+    );
+
   listOptions(
     storage
       .command('ls')
       .description("list a project's buckets (PROJECT) or a bucket's objects (PROJECT:bucket[/prefix])")
-      .argument('<location>', 'PROJECT or PROJECT:bucket[/prefix]'),
+      .argument('<location>', 'PROJECT or PROJECT:bucket[/prefix]')
+      .option('--delimiter <d>', 'roll keys up at this after the prefix (S3 style), such as /'),
   ).action(
-    r.action(async (cli, location: string, options: ListOptions) => {
+    r.action(async (cli, location: string, options: ListOptions & { delimiter?: string }) => {
       const remote = parseRemote(location);
       if (!remote) {
         cli.failure.project = projectArg(location);
@@ -117,12 +132,18 @@ export function register(program: Command, r: Registry): void {
       cli.failure.project = remote.project;
       const prefix = remote.key || undefined;
       const { items, next_cursor, page } = await cli.withSession((c) =>
-        readList(c.project(remote.project).storage.list(remote.bucket, { ...pageInput(options), ...(prefix ? { prefix } : {}) }), options, 'objects'),
+        readList(
+          c.project(remote.project).storage.list(remote.bucket, { ...pageInput(options), ...(prefix ? { prefix } : {}), ...(options.delimiter ? { delimiter: options.delimiter } : {}) }),
+          options,
+          'objects',
+        ),
       );
-      // A service without prefix listing answers the whole bucket: keep what the prefix names.
-      const shown = prefix ? items.filter((o) => o.key.startsWith(prefix)) : items;
-      cli.out.result({ ...page, bucket: remote.bucket, objects: shown }, () => {
-        cli.out.table(['key', 'size', 'content_type', 'state', 'updated_at'], shown.map((o) => [o.key, o.size, o.content_type, o.state, o.updated_at]));
+      const prefixes = (page.common_prefixes as string[] | undefined) ?? [];
+      cli.out.result(page, () => {
+        cli.out.table(
+          ['key', 'size', 'content_type', 'state', 'updated_at'],
+          [...prefixes.map((p) => [p, '', '(prefix)', '', '']), ...items.map((o) => [o.key, o.size, o.content_type, o.state, o.updated_at])],
+        );
         moreNote(cli, next_cursor, `svc storage ls ${location}`);
       });
     }),
