@@ -1,8 +1,10 @@
 /**
  * Object storage where it ships: the handlers bundle in miniflare (workerd) with the real host agent,
  * over HTTP, on both backends. workerd differs from Node where it matters here (no DOMParser for
- * S3's XML, stream bodies and their lengths, FixedLengthStream), so the byte paths are run through
- * it: with and without a length (multipart on s3), ranges, 413 both ways, an odd key.
+ * S3's XML, stream bodies and their lengths, FixedLengthStream, Web Crypto), so the byte paths are
+ * run through it: with and without a length (multipart on s3), ranges, 413 both ways, an odd key;
+ * and what storage management adds (docs/storage.md): signed URLs, conditional PUTs, prefix and
+ * delimiter listings, a forced bucket delete.
  */
 import { checkedJson } from '../helpers/openapi.ts';
 import { createHash } from 'node:crypto';
@@ -101,5 +103,37 @@ describe.each(['fs', 's3'] as const)('object storage in workerd on the %s backen
     expect(d.status).toBe(200);
     expect(await checked('DELETE', d)).toMatchObject({ bucket: 'wdb', key: 'gone' });
     expect((await fetch(`${base}/objects/wdb/gone`, { headers: auth })).status).toBe(404);
+  });
+
+  it('a signed URL reads the object without a session; altered, it is 401', async () => {
+    await fetch(`${base}/objects/wdb/shared/report%201.pdf`, { method: 'PUT', headers: { ...auth, 'content-type': 'application/pdf' }, body: patternBytes(1000, 5) });
+    const r = await fetch(`${base}/downloads`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ bucket: 'wdb', key: 'shared/report 1.pdf', signed: true, expires_in: 300 }) });
+    const ticket = (await checked('POST', r)) as Record<string, string>;
+    const g = await fetch(`${stack.url}${ticket.signed_url}`);
+    expect(g.status).toBe(200);
+    expect(g.headers.get('content-type')).toBe('application/pdf');
+    expect(new Uint8Array(await g.arrayBuffer())).toEqual(patternBytes(1000, 5));
+    const altered = await fetch(`${stack.url}${ticket.signed_url!.replace(/signature=./, (m) => (m.endsWith('A') ? `${m.slice(0, -1)}B` : `${m.slice(0, -1)}A`))}`);
+    expect(altered.status).toBe(401);
+    expect(altered.headers.get('www-authenticate')).toBe('Bearer realm="svc-cloud"');
+    await altered.arrayBuffer();
+  });
+
+  it('a create-only PUT answers 201 then 409; listings roll up at the delimiter; a forced bucket delete empties and removes it', async () => {
+    await fetch(`${base}/buckets/tree`, { method: 'PUT', headers: auth });
+    const once = (key: string) => fetch(`${base}/objects/tree/${key}`, { method: 'PUT', headers: { ...auth, 'if-none-match': '*' }, body: patternBytes(8) });
+    expect((await once('a/1')).status).toBe(201);
+    const again = await once('a/1');
+    expect(again.status).toBe(409);
+    expect(((await checked('PUT', again)) as any).error.code).toBe('conflict');
+    for (const key of ['a/2', 'b/1', 'top']) expect((await once(key)).status).toBe(201);
+    const listed = (await checked('GET', await fetch(`${base}/objects?bucket=tree&delimiter=/`, { headers: auth }))) as any;
+    expect(listed.objects.map((o: any) => o.key)).toEqual(['top']);
+    expect(listed.common_prefixes).toEqual(['a/', 'b/']);
+    expect((await fetch(`${base}/buckets/tree`, { method: 'DELETE', headers: auth })).status).toBe(409);
+    const d = await fetch(`${base}/buckets/tree?force=true`, { method: 'DELETE', headers: auth });
+    expect(d.status).toBe(200);
+    expect(await checked('DELETE', d)).toMatchObject({ name: 'tree' });
+    expect((await fetch(`${base}/objects?bucket=tree`, { headers: auth })).status).toBe(404);
   });
 });
