@@ -33,7 +33,10 @@ function toBase64Url(bytes: Uint8Array): string {
 function fromBase64Url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
   const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  // Only the canonical text of those bytes (RFC 4648 §3.5): a last character whose unused bits
+  // differ would otherwise decode to the same cursor.
+  return toBase64Url(bytes) === text ? bytes : null;
 }
 
 /** The additional data of a list: unambiguous, since no part holds a NUL. */
