@@ -54,6 +54,8 @@ function App(): VNode {
     setSession(loadSession());
   };
   const signOut = () => {
+    // The session ends on the service too; the tab forgets it whatever the answer.
+    void client.endSession().catch(() => {});
     clearSession();
     setSession(null);
     navigate({ page: 'signin' });
@@ -118,7 +120,7 @@ function ProjectFrame({ client, session, id, tab }: { client: SvcClient; session
         page = html`<${Receipts} project=${project} />`;
         break;
       case 'functions':
-        page = html`<${Functions} projectId=${id} session=${session} />`;
+        page = html`<${Functions} project=${project} />`;
         break;
     }
   }

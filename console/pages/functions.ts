@@ -1,66 +1,68 @@
 /**
- * `#/projects/<id>/functions`: the project's functions (docs/console.md "Functions"): list, deploy a
- * module file, invoke, read the logs. A service without the functions API answers its list with 404
- * "no route"; the page then says so instead of failing. The SDK has no functions methods yet, so
- * this page calls the routes with fetch, the session and the SDK's error class.
+ * `#/projects/<id>/functions`: the project's functions (docs/console.md "Functions"; docs/functions.md):
+ * list, deploy a module file as a new version, invoke (the function's answer shown as it is),
+ * read the logs, delete after a confirmation. A service without the functions API answers its list
+ * with 404 "no route"; the page then says so instead of failing.
  */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { SvcError } from '../../client/index.ts';
-import type { ConsoleSession } from '../session.ts';
-import { Busy, ErrorBox, Time, formatBytes, useAction, useLoad } from '../ui.ts';
+import { SvcError, type FunctionInfo, type ProjectClient } from '../../client/index.ts';
+import { Busy, Confirm, ErrorBox, Pager, Time, formatBytes, useAction, usePager } from '../ui.ts';
 
-interface FunctionRecord {
-  name: string;
-  version: number;
-  size: number;
-  updated_at: string;
-  timeout_ms?: number;
-}
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** The functions page. */
-export function Functions({ projectId, session }: { projectId: string; session: ConsoleSession }): VNode {
-  const base = `/v0/projects/${encodeURIComponent(projectId)}/functions`;
-  const call = (method: string, path: string, init: { body?: BodyInit; type?: string } = {}) => api(session, method, path, init);
-  const list = useLoad(async () => {
+export function Functions({ project }: { project: ProjectClient }): VNode {
+  const [offered, setOffered] = useState(true);
+  const pager = usePager(async (cursor) => {
     try {
-      const answer = (await (await call('GET', `${base}?limit=100`)).json()) as { functions: FunctionRecord[] };
-      return { available: true, functions: answer.functions };
+      const page = await project.functions.list({ limit: 50, ...(cursor ? { cursor } : {}) }).first();
+      return { items: page.functions, next: page.next_cursor };
     } catch (err) {
-      if (err instanceof SvcError && err.status === 404 && /no route/.test(err.message)) return { available: false, functions: [] as FunctionRecord[] };
+      if (err instanceof SvcError && err.status === 404 && /no route/.test(err.message)) {
+        setOffered(false);
+        return { items: [] as FunctionInfo[], next: null };
+      }
       throw err;
     }
-  }, [projectId]);
+  }, [project.id]);
 
   const file = useRef<HTMLInputElement>(null);
   const [name, setName] = useState('');
   const deploy = useAction(async () => {
     const chosen = file.current?.files?.[0];
     if (!chosen) throw new Error('choose a JavaScript module file to deploy');
-    await call('PUT', `${base}/${encodeURIComponent(name.trim())}`, { body: chosen, type: 'application/javascript' });
-    await list.reload();
+    await project.functions.deploy(name.trim(), chosen);
+    await pager.reload();
   });
 
-  const [target, setTarget] = useState('');
+  const [target, setTarget] = useState<string | null>(null);
   const [method, setMethod] = useState('GET');
   const [path, setPath] = useState('');
   const [body, setBody] = useState('');
   const [answer, setAnswer] = useState<{ status: number; type: string | null; text: string } | null>(null);
   const invoke = useAction(async () => {
-    const rest = path.replace(/^\/+/, '');
-    const r = await call(method, `${base}/${encodeURIComponent(target)}/invoke${rest ? `/${rest}` : ''}`, method === 'GET' || method === 'HEAD' ? {} : { body, type: 'text/plain' });
+    if (!target) return;
+    setAnswer(null);
+    const r = await project.functions.invoke(target, { method, path, ...(method === 'GET' ? {} : { body }) });
     setAnswer({ status: r.status, type: r.headers.get('content-type'), text: await r.text() });
   });
   const [logs, setLogs] = useState<{ name: string; text: string } | null>(null);
   const readLogs = useAction(async (fn: string) => {
-    const r = await call('GET', `${base}/${encodeURIComponent(fn)}/logs?tail=200`);
-    const { lines } = (await r.json()) as { lines: string[] };
+    const { lines } = await project.functions.logs(fn, { tail: 200 });
     setLogs({ name: fn, text: lines.join('\n') });
   });
+  const [deleting, setDeleting] = useState<FunctionInfo | null>(null);
+  const remove = useAction(async (f: FunctionInfo) => {
+    setDeleting(null);
+    await project.functions.delete(f.name);
+    if (target === f.name) setTarget(null);
+    await pager.reload();
+  });
 
-  if (list.data && !list.data.available) {
-    return html`<div data-test="page-functions"><h1>Functions</h1><p class="empty" data-test="functions-unavailable">This service does not offer functions yet.</p></div>`;
+  if (!offered) {
+    return html`<div data-test="page-functions"><h1>Functions</h1><p class="empty" data-test="functions-unavailable">This service does not offer functions.</p></div>`;
   }
   return html`<div data-test="page-functions">
     <h1>Functions</h1>
@@ -72,33 +74,40 @@ export function Functions({ projectId, session }: { projectId: string; session: 
         <button class="primary" type="submit" disabled=${deploy.busy} data-test="deploy-function">Deploy</button>
         ${deploy.busy ? html`<${Busy}>Deploying…<//>` : null}
       </form>
-      <p class="muted">One ES module exporting <code>default { fetch(request, env, ctx) }</code>; each deploy is a new version.</p>
+      <p class="muted">One ES module exporting <code>default { fetch(request, env, ctx) }</code>; each deploy is a new version, and the project's secrets are its environment.</p>
       <${ErrorBox} error=${deploy.error} />
     </div>
-    <${ErrorBox} error=${list.action.error} />
-    ${list.action.busy && !list.data ? html`<${Busy}>Loading functions…<//>` : null}
-    ${list.data && list.data.functions.length === 0 ? html`<p class="empty">No function yet.</p>` : null}
-    ${list.data && list.data.functions.length > 0
+    <${ErrorBox} error=${pager.action.error} />
+    <${ErrorBox} error=${remove.error} />
+    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading functions…<//>` : null}
+    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No function yet.</p>` : null}
+    ${pager.items && pager.items.length > 0
       ? html`<table data-test="functions-table">
           <thead><tr><th>Name</th><th>Version</th><th>Size</th><th>Updated</th><th></th></tr></thead>
           <tbody>
-            ${list.data.functions.map(
+            ${pager.items.map(
               (f) => html`<tr key=${f.name}>
                 <td class="mono" data-test="function-name">${f.name}</td><td class="num">${f.version}</td><td class="num">${formatBytes(f.size)}</td><td><${Time} at=${f.updated_at} /></td>
-                <td><div class="row"><button onClick=${() => (setTarget(f.name), setAnswer(null))} data-test="function-invoke">Invoke…</button><button onClick=${() => readLogs.run(f.name)} data-test="function-logs">Logs</button></div></td>
+                <td><div class="row">
+                  <button onClick=${() => (setTarget(f.name), setAnswer(null))} data-test="function-invoke">Invoke…</button>
+                  <button disabled=${readLogs.busy} onClick=${() => readLogs.run(f.name)} data-test="function-logs">Logs</button>
+                  <button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(f)} data-test="delete-function">Delete</button>
+                </div></td>
               </tr>`,
             )}
           </tbody>
         </table>`
       : null}
+    <${Pager} pager=${pager} />
     ${target
       ? html`<div class="panel" style=${{ marginTop: '16px' }}>
           <h2 style=${{ marginTop: 0 }}>Invoke ${target}</h2>
           <form class="stack" onSubmit=${(e: Event) => (e.preventDefault(), void invoke.run())}>
             <div class="row">
-              <select value=${method} onChange=${(e: Event) => setMethod((e.target as HTMLSelectElement).value)}>${['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => html`<option>${m}</option>`)}</select>
+              <select value=${method} onChange=${(e: Event) => setMethod((e.target as HTMLSelectElement).value)}>${METHODS.map((m) => html`<option>${m}</option>`)}</select>
               <input placeholder="path after /invoke" value=${path} onInput=${(e: Event) => setPath((e.target as HTMLInputElement).value)} />
               <button class="primary" type="submit" disabled=${invoke.busy} data-test="invoke-run">Invoke</button>
+              ${invoke.busy ? html`<${Busy}>Waiting for the function…<//>` : null}
             </div>
             ${method === 'GET' ? null : html`<textarea rows="3" placeholder="body" value=${body} onInput=${(e: Event) => setBody((e.target as HTMLTextAreaElement).value)}></textarea>`}
           </form>
@@ -110,23 +119,10 @@ export function Functions({ projectId, session }: { projectId: string; session: 
     ${logs !== null
       ? html`<div class="panel" data-test="function-log"><h2 style=${{ marginTop: 0 }}>Logs of ${logs.name}</h2>${logs.text ? html`<pre>${logs.text}</pre>` : html`<p class="empty">Nothing logged yet.</p>`}</div>`
       : null}
+    ${deleting
+      ? html`<${Confirm} title="Delete this function?" confirmLabel="Delete" onConfirm=${() => remove.run(deleting)} onCancel=${() => setDeleting(null)}>
+          <p><code>${deleting.name}</code> and its versions are removed; invocations in flight finish.</p>
+        <//>`
+      : null}
   </div>`;
-}
-
-/**
- * A call with the session on this origin; an error envelope becomes a SvcError. An invocation's
- * answer is the function's own and is shown as it is, whatever its status.
- */
-async function api(session: ConsoleSession, method: string, path: string, init: { body?: BodyInit; type?: string }): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${session.token}` };
-  if (init.type) headers['content-type'] = init.type;
-  const r = await fetch(path, { method, headers, ...(init.body === undefined ? {} : { body: init.body }) });
-  if (r.status < 400 || path.includes('/invoke')) return r;
-  let e: { code?: string; message?: string } | undefined;
-  try {
-    e = ((await r.json()) as { error?: { code: string; message: string } }).error;
-  } catch {
-    // not an envelope: the status says enough
-  }
-  throw new SvcError({ status: r.status, code: (e?.code ?? 'internal') as never, message: e?.message ?? `HTTP ${r.status}`, requestId: r.headers.get('x-request-id') });
 }
