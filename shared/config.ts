@@ -98,6 +98,7 @@ export const settingsSchema = z.object({
   SVCD_FUNCTION_NODE: z.string().min(1).optional(),
   SVCD_FUNCTION_SANDBOX: z.enum(['none', 'unshare']).default('none'),
   SVCD_FUNCTION_MAX_WORKERS: int(1, 10_000).default(32),
+  SVCD_FUNCTION_WORKER_SLOTS: int(1, 64).default(16),
   SVCD_FUNCTION_IDLE_MS: int(1000, 3_600_000).default(60_000),
   SVCD_FUNCTION_START_TIMEOUT_MS: int(100, 600_000).default(10_000),
   SVCD_FUNCTION_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(1024 * 1024),

@@ -227,13 +227,19 @@ function relayedRequestHeaders(from: Headers): Record<string, string> {
   return out;
 }
 
-/** The function's answer headers for the client: hop-by-hop ones dropped, its `Content-Encoding` restored. */
+/**
+ * The function's answer headers for the client: hop-by-hop ones dropped, its `Content-Encoding`
+ * restored, and the `Content-Length` of an answer to a HEAD (which crossed the agent with an empty body).
+ */
 function relayedAnswerHeaders(from: Headers): Headers {
   const listed = connectionTokens(from.get('connection') ?? undefined);
+  const headLength = from.get(FUNCTION_HEADERS.contentLength);
   const out = new Headers();
   from.forEach((value, name) => {
     if (name === 'set-cookie' || isHopByHop(name, listed)) return;
-    out.append(name === FUNCTION_HEADERS.contentEncoding ? 'content-encoding' : name, value);
+    if (name === 'content-length' && headLength !== null) return;
+    if (name === FUNCTION_HEADERS.contentLength) out.set('content-length', value);
+    else out.append(name === FUNCTION_HEADERS.contentEncoding ? 'content-encoding' : name, value);
   });
   for (const cookie of from.getSetCookie()) out.append('set-cookie', cookie);
   return out;

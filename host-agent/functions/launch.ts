@@ -48,7 +48,15 @@ export function systemTool(name: string): string | null {
  */
 export function writeWorkerProgram(dir: string): string {
   const source = readFileSync(fileURLToPath(new URL('./worker-main.ts', import.meta.url)), 'utf8');
-  const code = stripTypeScriptTypes(source, { mode: 'strip' });
+  // Node calls the API experimental and says so on stderr, once, outside the agent's JSON log lines.
+  const warn = process.emitWarning;
+  process.emitWarning = () => {};
+  let code: string;
+  try {
+    code = stripTypeScriptTypes(source, { mode: 'strip' });
+  } finally {
+    process.emitWarning = warn;
+  }
   const path = join(dir, `worker-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(path)) {
     mkdirSync(dir, { recursive: true });

@@ -32,7 +32,7 @@ import { invocationEnv, SecretSets, type SecretSet } from './env.ts';
 import { Launcher } from './launch.ts';
 import { FunctionLogStore, LineSplitter, Redactor } from './logs.ts';
 import { ModuleFiles, newModuleBlobName, type ModuleBlobStore } from './modules.ts';
-import { PoolFullError, WorkerPool, type PooledWorker } from './pool.ts';
+import { PoolFullError, WorkerPool, type Lease } from './pool.ts';
 import { describeExit, FunctionWorker, ModuleStartError, RuntimeMissingError, type WorkerLaunch } from './worker.ts';
 
 /** Age after which a function's remembered head is read again. */
@@ -283,18 +283,19 @@ export class FunctionRuntime {
     try {
       const launch = await this.#launch();
       const set = await this.#secretSets.get(projectId);
-      const pooled = await this.#acquire(launch, head, set, input.origin);
-      await this.#run(pooled, head, req, res, input);
+      const lease = await this.#acquire(launch, head, set, input.origin);
+      await this.#run(lease, head, req, res, input);
     } finally {
       this.#count(fn, projectId, -1);
     }
   }
 
-  async #acquire(launch: WorkerLaunch, head: FunctionRecord, set: SecretSet, origin: string): Promise<PooledWorker> {
+  async #acquire(launch: WorkerLaunch, head: FunctionRecord, set: SecretSet, origin: string): Promise<Lease> {
     const { project: projectId, name } = head;
     const key = `${head.generation}:${head.version}:${set.fingerprint}:${origin}`;
+    const slots = Math.min(this.#deps.settings.SVCD_FUNCTION_WORKER_SLOTS, head.max_concurrency);
     try {
-      return await this.#pool.acquire(`${projectId}/${name}`, key, async () => {
+      return await this.#pool.acquire(`${projectId}/${name}`, key, slots, async () => {
         const modulePath = await this.#modules.ensure(projectId, head);
         const env = invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin });
         const output = this.#output(head, set);
@@ -305,6 +306,7 @@ export class FunctionRuntime {
           env,
           origin,
           startTimeoutMs: this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS,
+          slots,
           onOutput: output.push,
         });
         void worker.exited.then((exit) => {
@@ -327,20 +329,28 @@ export class FunctionRuntime {
     }
   }
 
-  async #run(pooled: PooledWorker, head: FunctionRecord, req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<void> {
-    const { worker } = pooled;
+  async #run(lease: Lease, head: FunctionRecord, req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<void> {
+    const { worker } = lease.pooled;
     let timedOut = false;
+    // Past the deadline the worker is killed; one still running other invocations is retired instead
+    // (this invocation's connection cut), and killed once those have ended (docs/functions.md "Timeouts").
     const timer = setTimeout(() => {
       timedOut = true;
-      this.logs.append(head.project, head.name, head.version, 'agent', [`invocation ${input.requestId} ran past its timeout of ${head.timeout_ms} ms: worker ${worker.pid} killed`]);
-      void worker.kill();
+      const alone = lease.pooled.active === 1;
+      this.logs.append(head.project, head.name, head.version, 'agent', [
+        `invocation ${input.requestId} ran past its timeout of ${head.timeout_ms} ms: worker ${worker.pid} ${alone ? 'killed' : 'retired, killed once its other invocations end'}`,
+      ]);
+      if (alone) void worker.kill();
+      else void lease.client.destroy().catch(() => {});
     }, head.timeout_ms);
     let reusable = false;
     try {
       const headers = upstreamRequestHeaders(req, DROPPED_HEADERS);
       if (input.length !== null) headers.push('content-length', String(input.length));
-      const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-      await forward(worker.client, req, res, { method: req.method ?? 'GET', path: input.path, headers, body: hasBody ? req : null });
+      const method = req.method ?? 'GET';
+      const hasBody = method !== 'GET' && method !== 'HEAD';
+      if (method === 'HEAD') headers.push(FUNCTION_HEADERS.method, 'HEAD');
+      await forward(lease.client, req, res, { method: method === 'HEAD' ? 'GET' : method, path: input.path, headers, body: hasBody ? req : null });
       // Ended, not cut short (a destroyed answer means the worker or the client went away).
       reusable = !timedOut && res.writableEnded && worker.alive();
     } catch (err) {
@@ -350,7 +360,7 @@ export class FunctionRuntime {
       throw new ServiceError('function_bad_output', `the worker of function ${head.name} ${exit ? `exited (${describeExit(exit)})` : 'failed'} before answering (see its logs)`);
     } finally {
       clearTimeout(timer);
-      this.#pool.release(pooled, reusable);
+      this.#pool.release(lease, reusable);
     }
   }
 
@@ -398,6 +408,7 @@ export class FunctionRuntime {
         env,
         origin,
         startTimeoutMs: this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS,
+        slots: 0,
         onOutput: () => {},
       });
       await worker.kill();

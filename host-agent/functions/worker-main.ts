@@ -4,13 +4,15 @@
  * module, nothing else). It imports only `node:` builtins, so nothing else needs to be readable; the
  * agent runs it as JavaScript (types stripped once at the agent's start, host-agent/functions/spawn.ts).
  *
- *   argv: <mode: serve | check> <module path>
+ *   argv: <mode: serve | check> <module path> <slots>
  *   fd 0: the start message, JSON `{env, origin}`, then end of file
  *   fd 1, fd 2: the function's console (the agent keeps it as the function's log, secrets redacted)
- *   fd 3: HTTP/1.1 from the agent, one request at a time (serve); the worker exits when it closes
- *   fd 4: JSON lines to the agent: `{"started":true}` as soon as this program runs (a worker that
- *         ends before it never ran: the runtime is missing), then `{"ok":true}` once the module is
- *         loaded and checked, or `{"ok":false,"problem":"…"}` (then the worker exits)
+ *   fd 3: the control pipe. The worker writes JSON lines: `{"started":true}` as soon as this program
+ *         runs (a worker that ends before it never ran: the runtime is missing), then `{"ok":true}`
+ *         once the module is loaded and checked, or `{"ok":false,"problem":"…"}` (then it exits).
+ *         Its end from the agent's side (the agent retired the worker, or died) ends the worker.
+ *   fd 4 … fd 3+slots (serve): one HTTP/1.1 connection from the agent each, one invocation at a
+ *         time on each, so a worker serves up to `slots` invocations at once (docs/functions.md "Workers")
  *
  * The environment is set here, from the start message, before the module is imported: the process
  * itself starts with an empty one, so nothing of the agent's reaches it and no variable the project
@@ -19,7 +21,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 
 /** What the agent hands a worker at start. */
@@ -43,10 +44,22 @@ interface InvocationContext {
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
 /** The function's own `Content-Encoding` travels renamed (shared/schemas/functions.ts FUNCTION_HEADERS). */
 const CONTENT_ENCODING_AS = 'x-svc-fn-content-encoding';
+/** A HEAD arrives as a GET marked so, and its answer's length travels renamed (FUNCTION_HEADERS). */
+const METHOD_AS = 'x-svc-fn-method';
+const CONTENT_LENGTH_AS = 'x-svc-fn-content-length';
 
-const [mode, modulePath] = process.argv.slice(2) as [string, string];
-const control = new Socket({ fd: 4, readable: false, writable: true });
+/** The method the client used (a HEAD reaches the worker as a marked GET). */
+function methodOf(req: IncomingMessage): string {
+  return req.method === 'GET' && req.headers[METHOD_AS] === 'HEAD' ? 'HEAD' : (req.method ?? 'GET');
+}
+
+const [mode, modulePath, slotsArg] = process.argv.slice(2) as [string, string, string];
+const control = new Socket({ fd: 3, readable: true, writable: true });
 control.write('{"started":true}\n');
+// The agent's end of the control pipe closing means it retired this worker or is gone.
+control.on('end', () => process.exit(0));
+control.on('error', () => process.exit(0));
+control.resume();
 
 /** Tells the agent how the start went; a failed start ends the worker. */
 function report(ok: boolean, problem?: string): void {
@@ -117,12 +130,15 @@ function badOutput(res: ServerResponse, message: string): void {
 function requestOf(req: IncomingMessage, res: ServerResponse): Request {
   const headers = new Headers();
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) headers.append(raw[i]!, raw[i + 1]!);
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (!HOP_BY_HOP.has(name) && name !== METHOD_AS) headers.append(raw[i]!, raw[i + 1]!);
+  }
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort();
   });
-  const method = req.method ?? 'GET';
+  const method = methodOf(req);
   const hasBody = method !== 'GET' && method !== 'HEAD';
   // Concatenated, not resolved: a path starting `//` stays a path.
   return new Request(`${start.origin}${req.url ?? '/'}`, {
@@ -136,18 +152,40 @@ function requestOf(req: IncomingMessage, res: ServerResponse): Request {
 }
 
 async function respond(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
+  const isHead = methodOf(req) === 'HEAD';
   const head: string[] = [];
   for (const [name, value] of response.headers) {
-    if (HOP_BY_HOP.has(name) || name === CONTENT_ENCODING_AS) continue;
-    head.push(name === 'content-encoding' ? CONTENT_ENCODING_AS : name, value);
+    if (HOP_BY_HOP.has(name) || name === CONTENT_ENCODING_AS || name === CONTENT_LENGTH_AS) continue;
+    if (name === 'content-encoding') head.push(CONTENT_ENCODING_AS, value);
+    else if (isHead && name === 'content-length') head.push(CONTENT_LENGTH_AS, value);
+    else head.push(name, value);
   }
+  // The answer to a HEAD goes back as the answer to a GET with no body.
+  if (isHead) head.push('content-length', '0');
   res.writeHead(response.status, response.statusText || undefined, head);
-  if (!response.body || req.method === 'HEAD') {
+  const body = isHead ? null : response.body;
+  if (!body) {
     res.end();
     await response.body?.cancel().catch(() => {});
     return;
   }
-  await pipeline(Readable.fromWeb(response.body as never), res);
+  // Read by hand rather than piped through Node streams (a fraction of the cost per answer). Writes
+  // made before the loop next waits on the event loop leave together: a body that is ready at once
+  // goes out with its head in one write, a stream's first chunk is never held back for its second.
+  const socket = res.socket;
+  socket?.cork();
+  setImmediate(() => socket?.uncork());
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (!res.write(value) && !res.destroyed) await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+    if (res.destroyed) {
+      await reader.cancel().catch(() => {});
+      return;
+    }
+  }
+  res.end();
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -177,12 +215,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
 }
 
-const http = new Socket({ fd: 3, readable: true, writable: true });
 const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0, maxHeaderSize: 64 * 1024 }, (req, res) => {
   void handle(req, res);
 });
 server.keepAliveTimeout = 0;
-// The agent's end of the pipe closing means the agent is gone or retired this worker.
-http.once('close', () => process.exit(0));
-server.emit('connection', http);
+const slots = Math.max(1, Number(slotsArg) || 1);
+for (let fd = 4; fd < 4 + slots; fd++) server.emit('connection', new Socket({ fd, readable: true, writable: true }));
 report(true);

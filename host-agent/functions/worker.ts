@@ -1,10 +1,10 @@
 /**
  * One function worker as the agent sees it (docs/functions.md "Workers"): a Node process running
  * ./worker-main.ts under the permission model, spawned with an argv array (never a shell) and an
- * empty environment, its start message on stdin, its console on two pipes, HTTP/1.1 on a third
- * (fd 3, reached through an undici Client whose one connection is that pipe) and its start report on
- * a fourth (fd 4). The exit promise is captured at spawn; `kill` is SIGKILL, awaited: a worker holds
- * nothing worth a graceful stop.
+ * empty environment, its start message on stdin, its console on two pipes, its control pipe on fd 3
+ * (its start report; our end closing retires it) and one HTTP/1.1 connection per slot on fd 4 and up,
+ * each reached through an undici Client whose one connection is that pipe. The exit promise is
+ * captured at spawn; `kill` is SIGKILL, awaited: a worker holds nothing worth a graceful stop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
@@ -31,6 +31,8 @@ export interface WorkerStart {
   origin: string;
   /** How long loading the module may take. */
   startTimeoutMs: number;
+  /** Invocations the worker serves at once (one HTTP connection each). */
+  slots: number;
   /** The function's console output, as it comes. */
   onOutput(stream: 'stdout' | 'stderr', text: string): void;
 }
@@ -60,7 +62,7 @@ export interface WorkerExit {
 }
 
 /** Node's flags for a worker: the permission model with read access to two files, and the heap limit. */
-export function nodeArgs(launch: WorkerLaunch, start: Pick<WorkerStart, 'mode' | 'modulePath' | 'memoryMb'>): string[] {
+export function nodeArgs(launch: WorkerLaunch, start: Pick<WorkerStart, 'mode' | 'modulePath' | 'memoryMb' | 'slots'>): string[] {
   return [
     ...launch.prefix,
     launch.node,
@@ -72,37 +74,40 @@ export function nodeArgs(launch: WorkerLaunch, start: Pick<WorkerStart, 'mode' |
     launch.program,
     start.mode,
     start.modulePath,
+    String(start.slots),
   ];
 }
 
 /** A started worker. */
 export class FunctionWorker {
   readonly pid: number;
-  /** The HTTP client whose one connection is the worker's fd 3. */
-  readonly client: Client;
+  /** One HTTP client per slot, each over its own pipe to the worker. */
+  readonly clients: readonly Client[];
   /** Resolves once the process has exited (never rejects). */
   readonly exited: Promise<WorkerExit>;
   readonly #child: ChildProcess;
   #exit: WorkerExit | null = null;
 
-  private constructor(child: ChildProcess, http: Socket, exited: Promise<WorkerExit>) {
+  private constructor(child: ChildProcess, pipes: Socket[], exited: Promise<WorkerExit>) {
     this.#child = child;
     this.pid = child.pid!;
     this.exited = exited.then((exit) => (this.#exit = exit));
-    let handedOut = false;
-    this.client = new Client('http://function.worker', {
-      // The pipe is the one connection there will ever be: a second connect means the worker is gone.
-      connect: (_options, callback) => {
-        const fresh = !handedOut && !http.destroyed;
-        handedOut = true;
-        queueMicrotask(() => (fresh ? callback(null, http as never) : callback(new Error('the worker is gone'), null)));
-      },
-      pipelining: 1,
-      // Idle workers are retired by the pool, never by the client; invocations have their own deadline.
-      keepAliveTimeout: 24 * 3600_000,
-      keepAliveMaxTimeout: 24 * 3600_000,
-      headersTimeout: 0,
-      bodyTimeout: 0,
+    this.clients = pipes.map((pipe) => {
+      let handedOut = false;
+      return new Client('http://function.worker', {
+        // The pipe is the one connection there will ever be: a second connect means it is gone.
+        connect: (_options, callback) => {
+          const fresh = !handedOut && !pipe.destroyed;
+          handedOut = true;
+          queueMicrotask(() => (fresh ? callback(null, pipe as never) : callback(new Error('the worker is gone'), null)));
+        },
+        pipelining: 1,
+        // Idle workers are retired by the pool, never by the client; invocations have their own deadline.
+        keepAliveTimeout: 24 * 3600_000,
+        keepAliveMaxTimeout: 24 * 3600_000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
     });
   }
 
@@ -112,7 +117,8 @@ export class FunctionWorker {
    */
   static async start(launch: WorkerLaunch, start: WorkerStart): Promise<FunctionWorker> {
     const [command, ...args] = nodeArgs(launch, start);
-    const child = spawn(command!, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const slots = start.mode === 'serve' ? start.slots : 0;
+    const child = spawn(command!, args, { env: {}, stdio: ['pipe', 'pipe', 'pipe', 'pipe', ...Array.from({ length: slots }, () => 'pipe' as const)] });
     // The exit counts once the console pipes have ended too (or shortly after it), so the last
     // lines a dying worker wrote are in its log before anyone reads why it died.
     const drained = Promise.all(['stdout', 'stderr'].map((s) => new Promise((r) => child[s as 'stdout'].once('close', r))));
@@ -139,9 +145,10 @@ export class FunctionWorker {
     }
     child.stdin!.on('error', () => {});
     child.stdin!.end(JSON.stringify({ env: start.env, origin: start.origin }));
-    const worker = new FunctionWorker(child, child.stdio[3] as Socket, exited);
+    const pipes = Array.from({ length: slots }, (_, i) => child.stdio[4 + i] as Socket);
+    const worker = new FunctionWorker(child, pipes, exited);
     try {
-      await worker.#report(child.stdio[4] as Socket, start.startTimeoutMs, launch.node);
+      await worker.#report(child.stdio[3] as Socket, start.startTimeoutMs, launch.node);
     } catch (err) {
       await worker.kill();
       throw err;
@@ -204,8 +211,8 @@ export class FunctionWorker {
   /** Kills the worker (SIGKILL) and waits for its exit. Idempotent. */
   async kill(): Promise<void> {
     if (this.#exit === null) this.#child.kill('SIGKILL');
-    await this.client.destroy().catch(() => {});
-    for (const fd of [0, 1, 2, 3, 4]) (this.#child.stdio[fd] as Socket | null)?.destroy();
+    await Promise.all(this.clients.map((c) => c.destroy().catch(() => {})));
+    for (const stream of this.#child.stdio) (stream as Socket | null)?.destroy();
     await this.exited;
   }
 }

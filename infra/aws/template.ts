@@ -12,6 +12,10 @@ export const NODE_ONLY_ROUTES: [string, RegExp][] = [
   ['PUT', /^\/v0\/projects\/:id\/storage\/objects\//],
   ['GET', /^\/v0\/projects\/:id\/storage\/objects\//],
   ['GET', /^\/v0\/projects\/:id\/realtime\/subscribe$/],
+  // Function deploys (up to SVCD_FUNCTION_MAX_BYTES, past Lambda's 6 MB) and invocations (streamed both
+  // ways, up to 60 s), docs/functions.md.
+  ['PUT', /^\/v0\/projects\/:id\/functions\/:name$/],
+  ...['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((m): [string, RegExp] => [m, /^\/v0\/projects\/:id\/functions\/:name\/invoke(?:\/|$)/]),
 ];
 
 /** True when a route is served by the function gateway (the rest go to the Node workers). */

@@ -88,8 +88,8 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 /** Failures of a connection that was reset or closed under a request (a stale pooled connection). */
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
-/** The routes production serves on its Node workers: event streams and object bytes (docs/deploy.md). */
-const LONG_LIVED = /^\/v0\/projects\/[^/?]+\/(?:realtime\/subscribe(?:\?|$)|storage\/objects\/[^/?]+\/)/;
+/** The routes production serves on its Node workers: event streams, object bytes and function invocations (docs/deploy.md). */
+const LONG_LIVED = /^\/v0\/projects\/[^/?]+\/(?:realtime\/subscribe(?:\?|$)|storage\/objects\/[^/?]+\/|functions\/[^/?]+\/invoke(?:[/?]|$))/;
 
 function causeCode(err: UpstreamError): unknown {
   return (err.cause as { code?: unknown } | undefined)?.code;

@@ -142,6 +142,13 @@ export const FUNCTION_HEADERS = {
    * client on the path decodes the body (fetch does); restored before the client gets it.
    */
   contentEncoding: 'x-svc-fn-content-encoding',
+  /**
+   * Agent to worker: the request is a HEAD, sent as a GET (undici closes a connection after a HEAD,
+   * and a worker's connections are pipes that cannot be opened again).
+   */
+  method: 'x-svc-fn-method',
+  /** Worker to handlers: the `Content-Length` of an answer to a HEAD, which travels with an empty body. */
+  contentLength: 'x-svc-fn-content-length',
 } as const;
 
 /** Prefix of every internal function header. */

@@ -29,7 +29,12 @@ let restarted: Agent | undefined;
 beforeAll(async () => {
   nodeDir = mkdtempSync(join(tmpdir(), 'svc-fn-node-'));
   symlinkSync(process.execPath, join(nodeDir, 'node'));
-  svc = await startTestService({ SVCD_FUNCTION_NODE: join(nodeDir, 'node'), SVCD_FUNCTION_MAX_WORKERS: String(MAX_WORKERS) });
+  svc = await startTestService({
+    SVCD_FUNCTION_NODE: join(nodeDir, 'node'),
+    SVCD_FUNCTION_MAX_WORKERS: String(MAX_WORKERS),
+    // A worker per invocation, so that busy workers are easy to count here (several slots: functions.test.ts).
+    SVCD_FUNCTION_WORKER_SLOTS: '1',
+  });
   fns = new FunctionsClient((r) => svc.app.fetch(r));
   ({ token } = await signup(svc));
   project = await newProject();

@@ -6,7 +6,7 @@
  * redaction; the authorization matrix of every function route. One service and one agent for the file
  * (the runtime's failures and isolation: functions-runtime.test.ts).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putSecret } from '../../shared/db/secrets.ts';
 import { parseKeyRing, sealSecret } from '../../shared/secrets-crypto.ts';
@@ -49,6 +49,20 @@ const fnPath = (p: string, name?: string, rest = '') => `/v0/projects/${p}/funct
 
 function putSecretValue(p: string, name: string, value: string): Promise<Response> {
   return svc.request('PUT', `/v0/projects/${p}/functions/secrets/${name}`, { token, body: { value } });
+}
+
+/** Waits until `check` holds (polling), or fails after `ms`. */
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Whether a process runs (a zombie does not). */
+function alive(pid: number): boolean {
+  return existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 }
 
 /** A stream of `total` bytes produced as it is read (never held). */
@@ -203,6 +217,11 @@ describe('invoke', () => {
     const head = await fns.invoke(key, project, 'echo', '/x', { method: 'HEAD' });
     expect(head.status).toBe(201);
     expect(await head.text()).toBe('');
+    // A HEAD answers the length the function declares, and leaves its worker's connection usable.
+    const headOfBytes = await fns.invoke(key, project, 'generate', '?bytes=1234', { method: 'HEAD' });
+    expect(headOfBytes.headers.get('content-length')).toBe('1234');
+    expect(await headOfBytes.text()).toBe('');
+    for (let i = 0; i < 3; i++) expect((await fns.invoke(key, project, 'echo')).status).toBe(201);
   });
 
   it('relays what the function answers: redirects unfollowed, encodings undecoded', async () => {
@@ -231,6 +250,34 @@ export default { fetch(request) {
     expect(await teapot.text()).toBe('teapot');
   });
 
+  it('serves invocations of a function at once on one warm worker', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'sleep', MODULES.sleep, '?max_concurrency=4');
+    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { pid: number };
+    const started = Date.now();
+    const all = await Promise.all(Array.from({ length: 4 }, () => fns.invoke(token, p, 'sleep', '?ms=600')));
+    const pids = await Promise.all(all.map(async (r) => ((await r.json()) as { pid: number }).pid));
+    expect(pids).toEqual([warm.pid, warm.pid, warm.pid, warm.pid]);
+    expect(Date.now() - started).toBeLessThan(4 * 600);
+  });
+
+  it('times out one invocation of a shared worker alone (504), and kills the worker once the other has ended', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'sleep', MODULES.sleep, '?timeout_ms=1000');
+    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { pid: number };
+    const slow = fns.invoke(token, p, 'sleep', '?ms=10000');
+    await new Promise((r) => setTimeout(r, 600));
+    const other = fns.invoke(token, p, 'sleep', '?ms=700');
+    const timedOut = await slow;
+    expect(timedOut.status).toBe(504);
+    expect((await errorOf(timedOut)).code).toBe('function_timeout');
+    expect(alive(warm.pid)).toBe(true);
+    const done = await other;
+    expect(done.status).toBe(200);
+    expect(((await done.json()) as { pid: number }).pid).toBe(warm.pid);
+    await until(() => !alive(warm.pid));
+  });
+
   it('streams 20 MiB both ways at once through a warm worker with flat memory', async () => {
     // Warm: the worker is started, and its heap has grown to where its collector keeps it (a worker's
     // chunks are freed when V8 collects, which it does by the amount of them, not at once).
@@ -245,8 +292,8 @@ export default { fetch(request) {
     });
     expect(echoed).toBe(20 * MiB);
     expect(growth).toBeLessThan(16 * MiB);
-    // A worker that held the body would have grown by it, twice over.
-    expect(peakRss(worker!) - before).toBeLessThan(8 * MiB);
+    // A worker that held the body would have grown by it (twice over, holding both).
+    expect(peakRss(worker!) - before).toBeLessThan(16 * MiB);
   });
 
   it('streams 20 MiB down with its declared length', async () => {
@@ -302,18 +349,19 @@ describe('environment and secrets', () => {
     const k = await newKey(p);
     expect((await putSecretValue(p, 'API_KEY', 'old')).status).toBe(201);
     await fns.deployed(token, p, 'sleep', MODULES.sleep);
-    // Two warm workers with the old set: one will run long, the other waits idle.
-    const warm = await Promise.all([fns.invoke(k, p, 'sleep', '?ms=200'), fns.invoke(k, p, 'sleep', '?ms=200')]);
-    const pids = await Promise.all(warm.map(async (r) => ((await r.json()) as { pid: number }).pid));
-    expect(new Set(pids).size).toBe(2);
+    const warm = (await (await fns.invoke(k, p, 'sleep')).json()) as { pid: number; env: string };
+    expect(warm.env).toBe('old');
+    // Runs on the warm worker, which has free slots left for the next invocation of its key.
     const long = fns.invoke(k, p, 'sleep', '?ms=1500');
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => svc.agent.ctx.functions.inFlight(p) === 1);
     expect((await putSecretValue(p, 'API_KEY', 'new')).status).toBe(200);
     const next = (await (await fns.invoke(k, p, 'sleep')).json()) as { env: string; process: string; pid: number };
     expect(next).toMatchObject({ env: 'new', process: 'new' });
-    expect(pids).not.toContain(next.pid);
-    const before = (await (await long).json()) as { env: string; process: string };
-    expect(before).toMatchObject({ env: 'old', process: 'old' });
+    expect(next.pid).not.toBe(warm.pid);
+    const before = (await (await long).json()) as { env: string; process: string; pid: number };
+    expect(before).toMatchObject({ env: 'old', process: 'old', pid: warm.pid });
+    // Its invocation done, the old worker retires.
+    await until(() => !alive(warm.pid));
     // Deleted: the next invocation runs without it.
     expect((await svc.request('DELETE', `/v0/projects/${p}/functions/secrets/API_KEY`, { token })).status).toBe(200);
     expect(await (await fns.invoke(k, p, 'sleep')).json()).toMatchObject({ env: null, process: null });
@@ -391,7 +439,8 @@ describe('authorization of every function route', () => {
     expect(denied.status).toBe(403);
     expect((await errorOf(denied)).code).toBe('authorization_denied');
     const doomed = await newKey(project);
-    expect((await fns.invoke(doomed, project, 'echo')).status).toBe(201);
+    const first = await fns.invoke(doomed, project, 'echo');
+    expect(first.status, await first.clone().text()).toBe(201);
     const keyId = doomed.split('_')[1]!;
     expect((await svc.request('DELETE', `/v0/projects/${project}/keys/${keyId}`, { token })).status).toBe(200);
     const revoked = await fns.invoke(doomed, project, 'echo');
