@@ -4,6 +4,7 @@
  * Bytes are never gathered in memory: an upload sends the caller's stream or Blob as it is read, a
  * download answers the response's stream.
  */
+import { objectPath } from '../shared/object-path.ts';
 import { seg, withCleanup, type CallOptions, type Transport } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
 import type {
@@ -81,16 +82,8 @@ export interface ListObjectsInput extends PageInput {
   delimiter?: string;
 }
 
-/**
- * The path of an object on the service origin: each segment of the key percent-encoded and `/` kept,
- * except that a key with a `.` or `..` segment has its `/` encoded too (docs/storage.md "Key in the
- * path": clients collapse dot segments).
- */
-export function objectPath(projectId: string, bucket: string, key: string): string {
-  const segments = key.split('/');
-  const encoded = segments.some((s) => s === '.' || s === '..') ? encodeURIComponent(key) : segments.map(encodeURIComponent).join('/');
-  return `/v0/projects/${seg(projectId)}/storage/objects/${seg(bucket)}/${encoded}`;
-}
+/** The path of an object on the service origin, as the tickets name it (docs/storage.md "Key in the path"). */
+export { objectPath } from '../shared/object-path.ts';
 
 /** The storage methods of one project. */
 export class StorageClient {

@@ -12,19 +12,10 @@ import { nowIso } from '../../../shared/time.ts';
 import type { Deps } from '../../context.ts';
 import { closedBucket, notFoundObject, requireBucket } from './catalog.ts';
 import { signedUrl, verifySignedUrl } from './signed-urls.ts';
+import { objectPath } from '../../../shared/object-path.ts';
 
-/**
- * The path of an object on the service origin. Each segment is percent-encoded and `/` kept, as the
- * contract shows; a key with a `.` or `..` segment has its `/` encoded too, since clients collapse
- * dot segments (`a/../b` would otherwise reach `b`).
- */
-export function objectPath(projectId: string, bucket: string, key: string): string {
-  const segments = key.split('/');
-  const encoded = segments.some((s) => s === '.' || s === '..')
-    ? encodeURIComponent(key)
-    : segments.map(encodeURIComponent).join('/');
-  return `/v0/projects/${projectId}/storage/objects/${bucket}/${encoded}`;
-}
+// The path of an object on the service origin lives in shared/ so the SDK builds the same one.
+export { objectPath } from '../../../shared/object-path.ts';
 
 /** A ticket to upload `bucket/key`, with the pending row it reserves (an existing row is kept). */
 export async function uploadTicket(
