@@ -257,6 +257,10 @@ describe.each(['fs', 's3'] as const)('managing storage on the %s backend', (back
     it('PUTs racing a forced delete leave no object, row or blob in the deleted bucket', async () => {
       const project = await newProject('race');
       await makeBucket('contested', project);
+      // s3rver removes a key "directory" its last delete left empty, and a PutObject into it at that
+      // moment crashes s3rver (ENOENT): an object elsewhere in the project keeps the directory.
+      await makeBucket('bystander', project);
+      await put('bystander', 'keeps-the-prefix', patternBytes(9), {}, project);
       for (let i = 0; i < 12; i++) await put('contested', `old-${i}`, patternBytes(30, i), {}, project);
       const deleting = send('DELETE', `/v0/projects/${project}/storage/buckets/contested?force=true`);
       const statuses: number[] = [];
@@ -273,7 +277,7 @@ describe.each(['fs', 's3'] as const)('managing storage on the %s backend', (back
       for (const status of statuses) expect([200, 201, 404, 409]).toContain(status);
       expect(await itemsOf(svc.db, project, 'OBJ#contested#')).toEqual([]);
       expect(await itemsOf(svc.db, project, 'BLOBDEL#')).toEqual([]);
-      expect(await s.blobsOf(project)).toEqual([]);
+      expect((await s.blobsOf(project)).map(blobName)).toEqual([(await itemsOf(svc.db, project, 'OBJ#bystander#'))[0]!.blob]);
       // Made again, it is empty.
       expect((await send('PUT', `/v0/projects/${project}/storage/buckets/contested`)).status).toBe(201);
       expect(((await (await send('GET', `/v0/projects/${project}/storage/objects?bucket=contested`)).json()) as any).objects).toEqual([]);
