@@ -294,6 +294,10 @@ describe('svc', () => {
     const login = await ok(['login', '--account-id', profile.account_id], { input: `${profile.account_secret}\n` });
     expect(login).toMatchObject({ account_id: profile.account_id });
     expect(readFileSync(file, 'utf8')).not.toContain('expired');
+    // SVC_TOKEN and SVC_BASE_URL stand in for a profile.
+    const token = JSON.parse(readFileSync(file, 'utf8')).profiles.default.token;
+    const bare = await svc(['projects', 'list', '--json'], { env: { SVC_CONFIG_DIR: join(dir.dir, 'empty'), SVC_TOKEN: token } });
+    expect([bare.code, bare.json?.projects?.length]).toEqual([0, 1]);
     expect(await ok(['projects', 'delete', project, '--yes'])).toMatchObject({ id: project });
   });
 
