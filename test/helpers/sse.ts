@@ -1,22 +1,18 @@
 /**
- * A small Server-Sent Events reader for the realtime suites: parses frames (WHATWG HTML §9.2.6) from a
- * fetch Response body as they arrive, comments included, so tests can see heartbeats too.
+ * A small Server-Sent Events reader for the realtime suites: frames (WHATWG HTML §9.2.6) from a fetch
+ * Response body as they arrive, comments included, so tests can see heartbeats too. The parsing is
+ * the SDK's own (client/sse.ts); this adds timeouts and the reads tests need.
  */
+import { SseParser, type SseFrame } from '../../client/sse.ts';
 
-/** One dispatched frame: an event (`id`/`event`/`data`) or a comment line. */
-export interface SseFrame {
-  id?: string;
-  event?: string;
-  data?: string;
-  comment?: string;
-}
+export type { SseFrame } from '../../client/sse.ts';
 
 /** Reads frames from an event-stream response. */
 export class SseReader {
   readonly response: Response;
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
   private readonly decoder = new TextDecoder();
-  private buffer = '';
+  private readonly parser = new SseParser();
   private frames: SseFrame[] = [];
   private ended = false;
   private pending: Promise<ReadableStreamReadResult<Uint8Array>> | undefined;
@@ -47,8 +43,7 @@ export class SseReader {
         this.ended = true;
         continue;
       }
-      this.buffer += this.decoder.decode(chunk.value, { stream: true });
-      this.parse();
+      this.frames.push(...this.parser.push(this.decoder.decode(chunk.value, { stream: true })));
     }
     return this.frames.shift()!;
   }
@@ -74,28 +69,5 @@ export class SseReader {
   /** Cancels the body (closes the connection). */
   async close(): Promise<void> {
     await this.reader.cancel().catch(() => {});
-  }
-
-  private parse(): void {
-    for (;;) {
-      const end = this.buffer.indexOf('\n\n');
-      if (end < 0) return;
-      const block = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + 2);
-      const frame: SseFrame = {};
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) {
-          this.frames.push({ comment: line.slice(1).trim() });
-          continue;
-        }
-        const colon = line.indexOf(':');
-        const name = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (name === 'id' || name === 'event') frame[name] = value;
-        else if (name === 'data') frame.data = frame.data === undefined ? value : `${frame.data}\n${value}`;
-      }
-      if (frame.id !== undefined || frame.event !== undefined || frame.data !== undefined) this.frames.push(frame);
-    }
   }
 }
