@@ -352,7 +352,7 @@ export class FunctionRuntime {
       if (method === 'HEAD') headers.push(FUNCTION_HEADERS.method, 'HEAD');
       await forward(lease.client, req, res, { method: method === 'HEAD' ? 'GET' : method, path: input.path, headers, body: hasBody ? req : null });
       // Ended, not cut short (a destroyed answer means the worker or the client went away).
-      reusable = !timedOut && res.writableEnded && worker.alive();
+      reusable = !timedOut && res.writableEnded && worker.alive() && worker.connected(lease.client);
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
       if (timedOut) throw new ServiceError('function_timeout', `function ${head.name} did not answer within its timeout of ${head.timeout_ms} ms`);

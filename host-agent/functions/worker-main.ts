@@ -20,7 +20,6 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 
 /** What the agent hands a worker at start. */
@@ -121,10 +120,70 @@ if (mode === 'check') {
 }
 
 /** Answers the one error the worker itself gives: the function's output was not an answer. */
-function badOutput(res: ServerResponse, message: string): void {
+async function badOutput(res: ServerResponse, message: string): Promise<void> {
+  await drained(res.req);
   const body = JSON.stringify({ error: { code: 'function_bad_output', message } });
   res.writeHead(502, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/**
+ * The request body as a web stream, read ahead by at most 64 KiB (in bytes: Readable.toWeb counts
+ * chunks, and would read far ahead of the function). Cancelling it, or a function that answers
+ * without reading it all, discards the rest instead of destroying the request, whose connection (a
+ * pipe that cannot be opened again) must stay usable for the next invocation.
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let done = false;
+  const onData = (chunk: Buffer) => {
+    controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    if ((controller.desiredSize ?? 0) <= 0) req.pause();
+  };
+  req.pause();
+  req.on('data', onData);
+  req.once('end', () => {
+    if (!done) controller.close();
+    done = true;
+  });
+  req.once('error', (err) => {
+    if (!done) controller.error(err);
+    done = true;
+  });
+  return new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        done = true;
+        discard(req);
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+  );
+}
+
+/** Reads and drops what is left of a request body. */
+function discard(req: IncomingMessage): void {
+  if (req.complete) return;
+  req.removeAllListeners('data');
+  req.on('data', () => {});
+  req.resume();
+}
+
+/**
+ * Resolves once the whole request body has arrived, dropping what nobody read. An answer is only
+ * completed after that: the agent's HTTP client closes a connection whose answer completes while it
+ * is still sending the body, and a worker's connections are pipes that cannot be opened again.
+ */
+function drained(req: IncomingMessage): Promise<void> {
+  if (req.complete) return Promise.resolve();
+  discard(req);
+  return new Promise((resolve) => req.once('end', resolve).once('close', resolve));
 }
 
 function requestOf(req: IncomingMessage, res: ServerResponse): Request {
@@ -144,8 +203,7 @@ function requestOf(req: IncomingMessage, res: ServerResponse): Request {
   return new Request(`${start.origin}${req.url ?? '/'}`, {
     method,
     headers,
-    // Counted in bytes: toWeb's default strategy counts chunks, and would read far ahead of the function.
-    body: hasBody ? (Readable.toWeb(req, { strategy: new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }) }) as ReadableStream<Uint8Array>) : null,
+    body: hasBody ? bodyOf(req) : null,
     signal: controller.signal,
     ...(hasBody ? { duplex: 'half' } : {}),
   } as RequestInit);
@@ -153,9 +211,13 @@ function requestOf(req: IncomingMessage, res: ServerResponse): Request {
 
 async function respond(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
   const isHead = methodOf(req) === 'HEAD';
+  // An answer begun before the request body has all arrived is sent chunked, so that its end can wait
+  // for the body (`drained`): a declared length would complete it with its last byte.
+  const early = !req.complete;
   const head: string[] = [];
   for (const [name, value] of response.headers) {
     if (HOP_BY_HOP.has(name) || name === CONTENT_ENCODING_AS || name === CONTENT_LENGTH_AS) continue;
+    if (early && !isHead && name === 'content-length') continue;
     if (name === 'content-encoding') head.push(CONTENT_ENCODING_AS, value);
     else if (isHead && name === 'content-length') head.push(CONTENT_LENGTH_AS, value);
     else head.push(name, value);
@@ -165,8 +227,9 @@ async function respond(req: IncomingMessage, res: ServerResponse, response: Resp
   res.writeHead(response.status, response.statusText || undefined, head);
   const body = isHead ? null : response.body;
   if (!body) {
-    res.end();
     await response.body?.cancel().catch(() => {});
+    await drained(req);
+    res.end();
     return;
   }
   // Read by hand rather than piped through Node streams (a fraction of the cost per answer). Writes
@@ -185,6 +248,7 @@ async function respond(req: IncomingMessage, res: ServerResponse, response: Resp
       return;
     }
   }
+  await drained(req);
   res.end();
 }
 
@@ -201,11 +265,11 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     response = await handler.fetch(requestOf(req, res), env, ctx);
   } catch (err) {
     console.error('Uncaught (in fetch):', err);
-    return badOutput(res, 'the function threw an exception (see its logs)');
+    return await badOutput(res, 'the function threw an exception (see its logs)');
   }
   if (!(response instanceof Response)) {
     console.error(`fetch returned ${response === null ? 'null' : typeof response}, not a Response`);
-    return badOutput(res, 'the function returned a value that is not a Response');
+    return await badOutput(res, 'the function returned a value that is not a Response');
   }
   try {
     await respond(req, res, response);

@@ -87,6 +87,8 @@ export class FunctionWorker {
   readonly exited: Promise<WorkerExit>;
   readonly #child: ChildProcess;
   #exit: WorkerExit | null = null;
+  /** Clients whose pipe has closed: their slot is gone for good. */
+  readonly #disconnected = new WeakSet<Client>();
 
   private constructor(child: ChildProcess, pipes: Socket[], exited: Promise<WorkerExit>) {
     this.#child = child;
@@ -94,7 +96,7 @@ export class FunctionWorker {
     this.exited = exited.then((exit) => (this.#exit = exit));
     this.clients = pipes.map((pipe) => {
       let handedOut = false;
-      return new Client('http://function.worker', {
+      const client: Client = new Client('http://function.worker', {
         // The pipe is the one connection there will ever be: a second connect means it is gone.
         connect: (_options, callback) => {
           const fresh = !handedOut && !pipe.destroyed;
@@ -108,7 +110,14 @@ export class FunctionWorker {
         headersTimeout: 0,
         bodyTimeout: 0,
       });
+      client.on('disconnect', () => this.#disconnected.add(client));
+      return client;
     });
+  }
+
+  /** Whether `client`'s pipe is still open (a slot whose connection closed cannot be used again). */
+  connected(client: Client): boolean {
+    return !this.#disconnected.has(client) && !client.destroyed;
   }
 
   /**

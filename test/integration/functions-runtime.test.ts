@@ -7,7 +7,10 @@
  * One service for the file, its workers run by a Node binary reached through a symlink the suite
  * can take away.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -222,5 +225,52 @@ describe('lifecycle of the project and the agent', () => {
     const r = await fns.invoke(token, p, 'kept');
     expect(r.status).toBe(200);
     expect(((await r.json()) as { pid: number }).pid).not.toBe(pid);
+  });
+});
+
+/** A function that fetches `?url=` and answers what happened, with its own pid. */
+const CALLER = `export default { async fetch(request) {
+  const url = new URL(request.url).searchParams.get('url');
+  try { const r = await fetch(url); return Response.json({ pid: process.pid, reached: await r.text() }); }
+  catch (e) { return Response.json({ pid: process.pid, error: String(e.cause?.code ?? e.message) }); }
+} };`;
+
+const userNamespaces = spawnSync('unshare', ['--user', '--map-root-user', '--net', 'true']).status === 0;
+
+describe('the network of a worker', () => {
+  let local: Server;
+  let localUrl: string;
+  let sandboxed: TestService | undefined;
+  beforeAll(async () => {
+    local = createServer((_req, res) => res.end('from the host'));
+    await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+    localUrl = `http://127.0.0.1:${(local.address() as AddressInfo).port}/`;
+  });
+  afterAll(async () => {
+    await sandboxed?.stop();
+    local?.close();
+  });
+
+  it('is the host\'s by default: a function reaches a loopback listener (docs/functions.md "Isolation")', async () => {
+    await fns.deployed(token, project, 'caller', CALLER);
+    const seen = (await (await fns.invoke(token, project, 'caller', `?url=${encodeURIComponent(localUrl)}`)).json()) as { reached?: string };
+    expect(seen.reached).toBe('from the host');
+  });
+
+  it.skipIf(!userNamespaces)('is none in the unshare sandbox, which also hides every other process', async () => {
+    sandboxed = await startTestService({ SVCD_FUNCTION_SANDBOX: 'unshare' });
+    const client = new FunctionsClient((r) => sandboxed!.app.fetch(r));
+    const { token: t } = await signup(sandboxed);
+    const r = await sandboxed.request('POST', '/v0/projects', { token: t, body: { name: 'sandboxed' } });
+    const p = ((await r.json()) as { id: string }).id;
+    await client.deployed(t, p, 'caller', CALLER);
+    const seen = (await (await client.invoke(t, p, 'caller', `?url=${encodeURIComponent(localUrl)}`)).json()) as { pid: number; reached?: string; error?: string };
+    expect(seen.reached).toBeUndefined();
+    expect(seen.error).toMatch(/ECONNREFUSED|ENETUNREACH|EADDRNOTAVAIL/);
+    expect(seen.pid).toBe(1);
+    const probe = await client.deployed(t, p, 'probe', MODULES.probe);
+    expect(probe.version).toBe(1);
+    const denied = (await (await client.invoke(t, p, 'probe', `?dir=${encodeURIComponent(sandboxed.agent.ctx.root)}`)).json()) as Record<string, { ok: boolean }>;
+    expect(denied.passwd!.ok).toBe(false);
   });
 });

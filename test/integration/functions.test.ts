@@ -261,6 +261,18 @@ export default { fetch(request) {
     expect(Date.now() - started).toBeLessThan(4 * 600);
   });
 
+  it('drops what a function leaves of a request body, and its worker serves the next invocation', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'early', `export default { fetch() { return new Response(String(process.pid)) } };`, '?max_concurrency=1');
+    const pids = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const r = await fns.invoke(token, p, 'early', '', { method: 'POST', body: lazyStream(2 * MiB) });
+      expect(r.status).toBe(200);
+      pids.add(await r.text());
+    }
+    expect(pids.size).toBe(1);
+  });
+
   it('times out one invocation of a shared worker alone (504), and kills the worker once the other has ended', async () => {
     const p = await newProject();
     await fns.deployed(token, p, 'sleep', MODULES.sleep, '?timeout_ms=1000');
