@@ -12,7 +12,14 @@ import { RealtimeOverflowError, SvcError } from './errors.ts';
 let base: string;
 let connections = 0;
 let script: (res: ServerResponse, n: number) => void = () => {};
+const requests: { method: string; url: string; auth: string | undefined }[] = [];
 const server = createServer((req, res) => {
+  requests.push({ method: req.method!, url: req.url!, auth: req.headers.authorization });
+  if (req.method === 'POST') {
+    res.writeHead(201, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ticket: `rtt_${String(requests.length).padStart(64, '0')}`, project: 'prj_0123456789abcdef', channels: ['chat'], expires_at: 't', subscribe_url: '/' }));
+    return;
+  }
   connections++;
   script(res, connections);
 });
@@ -77,6 +84,23 @@ describe('subscribe', () => {
     })().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RealtimeOverflowError);
     expect((err as RealtimeOverflowError).detail).toMatchObject({ queue: 1024, dropped: 1025 });
+  });
+
+  it('opens each stream with a fresh ticket when asked (as in browsers), sending no credential on the stream', async () => {
+    requests.length = 0;
+    script = (res, n) => {
+      open(res);
+      res.end(event(n));
+    };
+    let seen = 0;
+    for await (const _ of subscribe({ tickets: true })) if (++seen === 2) break;
+    expect(requests.map((r) => [r.method, r.auth !== undefined])).toEqual([
+      ['POST', true],
+      ['GET', false],
+      ['POST', true],
+      ['GET', false],
+    ]);
+    expect(requests[1]!.url).toMatch(/\/realtime\/subscribe\?channel=chat&ticket=rtt_0+1$/);
   });
 
   it('retries 503 and stops at 401', async () => {
