@@ -78,8 +78,9 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
     } catch (err) {
       if (options.signal?.aborted) throw err;
       // A relayed call the agent took and then dropped (it died mid-call) is lost, never replayed:
-      // the upstream failed, the agent was reachable (docs/functions.md "Invoke").
-      if (options.passThrough && droppedMidCall(err)) throw errors.upstream(`host agent ${agent.agent_id} closed the connection during the call`);
+      // the upstream failed (docs/functions.md "Invoke"). Only a connection that was never made is
+      // the agent being unreachable; workerd names neither, and its failures count as dropped.
+      if (options.passThrough && !neverConnected(err)) throw errors.upstream(`host agent ${agent.agent_id} failed during the call`);
       throw errors.orchestrator(`host agent ${agent.agent_id} is unreachable`);
     }
     if (!response.ok && !options.passThrough) throw await toServiceError(response, agent);
@@ -95,11 +96,13 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
   };
 }
 
-/** Whether a failed fetch reached the agent and lost the connection after (not refused, not unresolved). */
-function droppedMidCall(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-  const code = typeof cause?.code === 'string' ? cause.code : '';
-  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED';
+/** Connection failures that mean the request never reached the agent (Node's fetch names them). */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a failed fetch never reached the agent (refused, unresolved, unroutable). */
+function neverConnected(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === 'string' && NEVER_CONNECTED.has(cause.code);
 }
 
 async function toServiceError(response: Response, agent: AgentTarget): Promise<ServiceError> {

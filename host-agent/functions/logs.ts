@@ -37,16 +37,22 @@ export class Redactor {
    * value (the rest of which was cut off, so `redact` could not see it).
    */
   cut(text: string, max: number): string {
-    let kept = this.redact(text.slice(0, max));
-    for (const [, value] of this.#secrets) {
-      for (let k = Math.min(value.length - 1, kept.length); k > 0; k--) {
-        if (kept.endsWith(value.slice(0, k))) {
-          kept = kept.slice(0, kept.length - k);
-          break;
+    let kept = text.slice(0, max);
+    // Judged on the text as written (redacting first could hide a longer value's beginning behind a
+    // shorter value it holds), until no value's beginning is left at the end.
+    for (let trimmed = true; trimmed; ) {
+      trimmed = false;
+      for (const [, value] of this.#secrets) {
+        for (let k = Math.min(value.length - 1, kept.length); k > 0; k--) {
+          if (kept.endsWith(value.slice(0, k))) {
+            kept = kept.slice(0, kept.length - k);
+            trimmed = true;
+            break;
+          }
         }
       }
     }
-    return kept;
+    return this.redact(kept);
   }
 }
 

@@ -225,8 +225,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     settings = loadSettings(env);
     await ensureTable(createDb(settings));
+    // Functions see the front's origin as CLOUD_ORIGIN, not miniflare's internal one (docs/functions.md "Environment").
+    if (fromEnv.SVCD_CLOUD_ORIGIN === undefined && settings.SVCD_PORT !== 0) {
+      const host = settings.SVCD_HOST === '0.0.0.0' || settings.SVCD_HOST === '::' ? '127.0.0.1' : settings.SVCD_HOST;
+      env.SVCD_CLOUD_ORIGIN = `http://${host.includes(':') ? `[${host}]` : host}:${settings.SVCD_PORT}`;
+    }
 
-    const childEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env };
+    // NODE_OPTIONS reaches every Node process of the stack (say --cpu-prof to profile it, docs/local-stack.md).
+    const nodeOptions = options.env?.NODE_OPTIONS;
+    const childEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...env };
     const db = createDb(settings);
     const agentEnvs: Record<string, string>[] = [];
     for (let i = 0; i < count; i++) {

@@ -1,0 +1,134 @@
+/**
+ * Functions where they ship (docs/functions.md): the handlers bundle in miniflare (workerd), the real
+ * host agent with its worker processes and the local front, driven over HTTP only. Deploy, list,
+ * versions and the answers of the control routes are checked against the service's own OpenAPI
+ * document; invocations with a session and with a key, secrets in the environment, bodies streamed
+ * both ways through workerd; and the agent killed under an invocation: the invocation is lost, never
+ * replayed, its workers die with the agent, and the function survives the restart.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startStack, type Stack } from '../../infra/local/stack.ts';
+import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { FunctionsClient, httpSend, MODULES } from '../helpers/functions.ts';
+import { checkedJson } from '../helpers/openapi.ts';
+import { alive, cmdline, descendants } from '../helpers/procs.ts';
+
+const MiB = 1024 * 1024;
+/** The public origin the deployment names (SVCD_CLOUD_ORIGIN): what functions see as CLOUD_ORIGIN and in their URLs. */
+const ORIGIN = 'https://api.example.test';
+
+let stack: Stack;
+let dir: ReturnType<typeof tempDir>;
+let fns: FunctionsClient;
+let token: string;
+let project: string;
+let key: string;
+
+/** A control-plane call with a JSON body, its answer checked against the OpenAPI document. */
+async function ok(method: string, path: string, body?: unknown, status = 200): Promise<any> {
+  const r = await fetch(`${stack.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const parsed = await checkedJson(stack.url, method, path, r);
+  expect(r.status, `${method} ${path}: ${JSON.stringify(parsed)}`).toBe(status);
+  return parsed;
+}
+
+beforeAll(async () => {
+  dir = tempDir('svc-e2e-functions-');
+  stack = await startStack({
+    dir: dir.dir,
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_CLOUD_ORIGIN: ORIGIN },
+    agentOutput: 'collect',
+    log: () => {},
+  });
+  fns = new FunctionsClient(httpSend(stack.url));
+  const signedUp = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
+  token = ((await signedUp.json()) as { token: string }).token;
+  project = (await ok('POST', '/v0/projects', { name: 'functions' }, 201)).id;
+  key = (await ok('POST', `/v0/projects/${project}/keys`, {}, 201)).key;
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  dir?.cleanup();
+});
+
+describe('functions over HTTP through the local stack', () => {
+  it('deploys, lists, reads versions and invokes with the session and with a key, secrets injected', async () => {
+    const deployed = await fns.deploy(token, project, 'echo', MODULES.echo);
+    expect(deployed.status).toBe(201);
+    const record = await checkedJson(stack.url, 'PUT', `/v0/projects/${project}/functions/echo`, deployed);
+    expect(record).toMatchObject({ project, name: 'echo', version: 1 });
+    expect((await ok('GET', `/v0/projects/${project}/functions`)).functions).toEqual([record]);
+    expect((await ok('GET', `/v0/projects/${project}/functions/echo/versions`)).versions).toHaveLength(1);
+
+    for (const auth of [token, key]) {
+      const r = await fns.invoke(auth, project, 'echo', '/a/b?c=d', { method: 'POST', headers: { 'x-custom': '1' }, body: 'hi' });
+      expect(r.status).toBe(201);
+      expect(r.headers.get('x-request-id')).toMatch(/^req_/);
+      const seen = (await r.json()) as { method: string; path: string; query: string; origin: string; body: string; headers: Record<string, string>; env: Record<string, string> };
+      expect(seen).toMatchObject({ method: 'POST', path: '/a/b', query: '?c=d', body: 'hi', origin: ORIGIN });
+      expect(seen.headers['x-custom']).toBe('1');
+      expect(seen.headers.authorization).toBeUndefined();
+      expect(seen.env).toEqual({ PROJECT_ID: project, FUNCTION_NAME: 'echo', CLOUD_ORIGIN: ORIGIN });
+    }
+
+    await ok('PUT', `/v0/projects/${project}/functions/secrets/API_KEY`, { value: 'from-the-stack' }, 201);
+    await fns.deployed(token, project, 'env', MODULES.env);
+    const env = (await (await fns.invoke(key, project, 'env')).json()) as { env: Record<string, string> };
+    expect(env.env.API_KEY).toBe('from-the-stack');
+
+    const denied = await fns.invoke(null, project, 'echo');
+    expect(denied.status).toBe(401);
+    expect(await checkedJson(stack.url, 'GET', `/v0/projects/${project}/functions/echo/invoke`, denied)).toMatchObject({ error: { code: 'authentication_required' } });
+  });
+
+  it('streams 20 MiB through the function and back', async () => {
+    await fns.deployed(token, project, 'mirror', MODULES.mirror);
+    let left = 20 * MiB;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (left <= 0) return c.close();
+        const n = Math.min(64 * 1024, left);
+        left -= n;
+        c.enqueue(new Uint8Array(n).fill(7));
+      },
+    });
+    const r = await fns.invoke(key, project, 'mirror', '', { method: 'POST', body });
+    expect(r.status).toBe(200);
+    let got = 0;
+    for await (const chunk of r.body!) got += chunk.byteLength;
+    expect(got).toBe(20 * MiB);
+  });
+
+  it('loses an invocation its agent dies under (never replayed); its workers die too; the function survives the restart', async () => {
+    await fns.deployed(token, project, 'sleep', MODULES.sleep);
+    const first = (await (await fns.invoke(key, project, 'sleep')).json()) as { pid: number };
+    const agentPid = stack.agent.pid!;
+    const workers = descendants(agentPid).filter((pid) => cmdline(pid).includes('--permission'));
+    expect(workers).toContain(first.pid);
+
+    const running = fns.invoke(key, project, 'sleep', '?ms=5000').then(
+      (r) => r.status,
+      () => 'reset' as const,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    stack.agent.kill('SIGKILL');
+    const outcome = await running;
+    expect(['reset', 502]).toContain(outcome);
+    // The kernel ends them with their agent (setpriv --pdeathsig), stuck or not.
+    const deadline = Date.now() + 5000;
+    while (workers.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(workers.filter(alive)).toEqual([]);
+
+    await stack.restartAgent(0);
+    const after = await fns.invoke(key, project, 'sleep');
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as { env: unknown }).env).toBe('from-the-stack');
+    expect((await ok('GET', `/v0/projects/${project}/functions/sleep`)).version).toBe(1);
+  });
+});
