@@ -303,8 +303,10 @@ describe('the SDK against the local stack', () => {
     expect((await project.functions.versions('echo').all()).map((v) => v.version)).toEqual([2, 1]);
     expect((await project.functions.get('echo')).version).toBe(2);
 
-    const r = await project.functions.invoke('echo', { path: '/users/7', query: { q: 'x' }, headers: { 'x-trace': '1' } });
-    expect(await r.json()).toEqual({ path: '/users/7', q: 'x', greeting: 'hello', body: '' });
+    // The body as a stream (sent chunked): a body with a Content-Length is answered 502 by the
+    // service's invoke path at the time of writing.
+    const r = await project.functions.invoke('echo', { method: 'POST', path: '/users/7', query: { q: 'x' }, body: new Blob(['payload']).stream() });
+    expect(await r.json()).toEqual({ path: '/users/7', q: 'x', greeting: 'hello', body: 'payload' });
     const asKey = sdk.createClient({ baseUrl: stack.url, key }).project(project.id);
     expect((await (await asKey.functions.invoke('echo')).json()).greeting).toBe('hello');
     await expect(project.functions.invoke('nope')).rejects.toMatchObject({ status: 404, code: 'not_found' });
