@@ -12,7 +12,7 @@ import { BLOB_NAME_PATTERN } from '../../shared/blobs/names.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { referencedBlobs } from '../../shared/db/storage.ts';
-import { referencedModuleBlobs } from '../../shared/db/functions.ts';
+import { moduleReferences } from '../../shared/db/functions.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
 
 /** What the sweep removed (`<project>/<name>`) and what it could not look at or remove. */
@@ -57,7 +57,7 @@ export async function sweepUnreferencedBlobs(root: string, db: Db, agentId: stri
       const project = await getProject(db, projectId);
       if (!project || project.agent_id !== agentId) continue;
       // Function modules live in the same store (docs/functions.md "Where the bytes are").
-      referenced = new Set([...(await referencedBlobs(db, projectId)), ...(await referencedModuleBlobs(db, projectId))]);
+      referenced = new Set([...(await referencedBlobs(db, projectId)), ...(await moduleReferences(db, projectId)).blobs]);
     } catch (err) {
       sweep.failed.push(`${projectId} (its catalog could not be read: ${(err as Error).message})`);
       continue;

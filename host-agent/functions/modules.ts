@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { blobName, newWriteId } from '../../shared/blobs/names.ts';
@@ -160,6 +160,19 @@ export class ModuleFiles {
     const store = this.#blobs();
     await store.put(projectId, blob, module.path, module.size);
     return { backend: store.backend, blob };
+  }
+
+  /** Removes the project's local copies whose digest is not in `keep`; answers how many. */
+  async prune(projectId: string, keep: ReadonlySet<string>): Promise<number> {
+    const dir = join(this.#root, projectId, 'modules');
+    let removed = 0;
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const m = /^([0-9a-f]{64})\.mjs$/.exec(name);
+      if (!m || keep.has(m[1]!)) continue;
+      await rm(join(dir, name), { force: true });
+      removed++;
+    }
+    return removed;
   }
 
   /** Removes a version's blob; a failure is the caller's to log (the blob is then left unreferenced). */

@@ -17,6 +17,7 @@ import {
   deleteHead,
   deleteVersions,
   getFunction,
+  moduleReferences,
   orphanVersions,
   putVersion,
   type FunctionRecord,
@@ -428,11 +429,15 @@ export class FunctionRuntime {
     return launch;
   }
 
-  /** Removes version items and their blobs (blobs first: an item never names bytes already gone… unless it is going too). */
+  /**
+   * Removes version items with their blobs, then the local copies no remaining version refers to. A
+   * running worker keeps the module it has loaded; a copy needed again is fetched again.
+   */
   async #removeVersions(projectId: string, versions: FunctionVersionRecord[], why: string): Promise<void> {
     for (const v of versions) await this.#modules.discard(projectId, v).catch((err: unknown) => this.#logBlobLeft(projectId, v.blob, err));
     await deleteVersions(this.#deps.db, versions);
     if (versions.length > 0) this.#deps.log(`agent: functions: ${why}: ${versions.length} versions of ${projectId} removed`);
+    await this.#modules.prune(projectId, (await moduleReferences(this.#deps.db, projectId)).sha256s);
   }
 
   #logBlobLeft(projectId: string, blob: string, err: unknown): void {

@@ -142,8 +142,8 @@ export function attachInvokeStream(server: Server, ctx: AgentContext): void {
   });
 }
 
-/** Internal tokens verified lately, each until its expiry (the handlers reuse one for several calls). */
-const verified = new Map<string, number>();
+/** Internal tokens each agent verified lately, each until its expiry (the handlers reuse one for several calls). */
+const verifiedBy = new WeakMap<AgentContext, Map<string, number>>();
 const VERIFIED_MAX = 1024;
 
 /**
@@ -153,6 +153,8 @@ const VERIFIED_MAX = 1024;
  */
 async function verifiedInternal(ctx: AgentContext, headers: Headers): Promise<void> {
   const token = parseBearer(headers);
+  let verified = verifiedBy.get(ctx);
+  if (!verified) verifiedBy.set(ctx, (verified = new Map()));
   const until = verified.get(token);
   if (until !== undefined && Date.now() < until) return;
   try {

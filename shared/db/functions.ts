@@ -283,11 +283,13 @@ export async function listVersions(
 }
 
 /**
- * The blob names every version item of the project refers to (any generation, so a version left
- * behind by a crash keeps its bytes until it is removed itself): what the `fs` blob sweep must keep.
+ * The blob names and module digests every version item of the project refers to (any generation, so
+ * a version left behind by a crash keeps its bytes until it is removed itself): what the `fs` blob
+ * sweep and the agent's local copies must keep.
  */
-export async function referencedModuleBlobs(db: Db, projectId: string): Promise<Set<string>> {
-  const names = new Set<string>();
+export async function moduleReferences(db: Db, projectId: string): Promise<{ blobs: Set<string>; sha256s: Set<string> }> {
+  const blobs = new Set<string>();
+  const sha256s = new Set<string>();
   let start: Record<string, unknown> | undefined;
   do {
     const out = await db.doc.send(
@@ -295,16 +297,19 @@ export async function referencedModuleBlobs(db: Db, projectId: string): Promise<
         TableName: db.table,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
         ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'FNV#' },
-        ProjectionExpression: '#blob',
+        ProjectionExpression: '#blob, sha256',
         ExpressionAttributeNames: { '#blob': 'blob' },
         ConsistentRead: true,
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of out.Items ?? []) if (typeof item.blob === 'string') names.add(item.blob);
+    for (const item of out.Items ?? []) {
+      if (typeof item.blob === 'string') blobs.add(item.blob);
+      if (typeof item.sha256 === 'string') sha256s.add(item.sha256);
+    }
     start = out.LastEvaluatedKey;
   } while (start);
-  return names;
+  return { blobs, sha256s };
 }
 
 /**

@@ -118,6 +118,17 @@ async function load(pool: Pool, path: string, headers: Record<string, string>, m
   return { latencies, rps: latencies.length / ((performance.now() - start) / 1000), errors };
 }
 
+/** The agent's worker processes (their command line carries the permission model). */
+function workerPids(agentPid: number): number[] {
+  return descendants(agentPid).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--permission');
+    } catch {
+      return false;
+    }
+  });
+}
+
 function rssMiB(pid: number): number {
   try {
     return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -203,23 +214,17 @@ async function main(): Promise<void> {
     await load(service, path, auth, 2000, CONCURRENCY);
     await load(barePool, '/', {}, 1000, CONCURRENCY);
     const through = { service: [] as number[], bare: [] as number[], errors: 0 };
+    let rss: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const s = await load(service, path, auth, SECONDS * 1000, CONCURRENCY);
+      // The workers that served the round, idle now (well within IDLE_MS).
+      await sleep(100);
+      if (i === ROUNDS - 1) rss = workerPids(agent!.pid!).map(rssMiB).filter((n) => !Number.isNaN(n));
       const b = await load(barePool, '/', {}, SECONDS * 1000, CONCURRENCY);
       through.service.push(s.rps);
       through.bare.push(b.rps);
       through.errors += s.errors + b.errors;
     }
-
-    // Idle warm workers: the agent's children running the worker program.
-    const workers = descendants(agent!.pid!).filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--permission');
-      } catch {
-        return false;
-      }
-    });
-    const rss = workers.map(rssMiB).filter((n) => !Number.isNaN(n));
 
     const coldRatio = p50(cold.service) / p50(cold.bare);
     const added = p50(warm1) - p50(inProcess);

@@ -15,6 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../host-agent/agent.ts';
+import { fsStoreOf } from '../../host-agent/routes/blobs.ts';
+import { allVersions, deleteHead, getFunction } from '../../shared/db/functions.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { REPO } from '../helpers/env.ts';
 import { errorOf, FunctionsClient, MODULES } from '../helpers/functions.ts';
@@ -213,6 +215,28 @@ describe('lifecycle of the project and the agent', () => {
     expect((await svc.request('DELETE', `/v0/projects/${p}`, { token })).status).toBe(200);
     expect((await fns.invoke(token, p, 'busy')).status).toBe(404);
     expect(existsSync(join(svc.agent.ctx.root, 'functions', p))).toBe(false);
+  });
+
+  it('a delete cut short by a crash leaves versions no head names: never listed, removed with their bytes at the next start', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'gone', MODULES.hello);
+    await fns.deployed(token, p, 'gone', `${MODULES.hello}//2`);
+    const head = (await getFunction(svc.db, p, 'gone'))!;
+    // The delete's commit point, then the crash: the head and its receipt are gone, the versions stay.
+    expect(await deleteHead(svc.db, head, { actor: 'acct_0000000000000000', requestId: 'req_0', at: new Date().toISOString() })).toBe(true);
+    const left = await allVersions(svc.db, p, 'gone', head.generation);
+    expect(left).toHaveLength(2);
+    const store = fsStoreOf(svc.agent.ctx);
+    for (const v of left) expect(existsSync(store.pathOf(p, v.blob))).toBe(true);
+    // Deployed again meanwhile: a new generation, the leftovers never listed.
+    expect((await fns.deploy(token, p, 'gone', MODULES.hello)).status).toBe(201);
+    const listed = (await (await svc.request('GET', `/v0/projects/${p}/functions/gone/versions`, { token })).json()) as { versions: unknown[] };
+    expect(listed.versions).toHaveLength(1);
+    // The agent's next start sweeps them, bytes first.
+    await svc.agent.ctx.functions.start();
+    expect(await allVersions(svc.db, p, 'gone', head.generation)).toEqual([]);
+    for (const v of left) expect(existsSync(store.pathOf(p, v.blob))).toBe(false);
+    expect((await fns.invoke(token, p, 'gone')).status).toBe(200);
   });
 
   it('an agent restart loses no deployed function; its workers end with it', async () => {
