@@ -7,7 +7,7 @@
 import { createClient, type SvcClient } from '../client.ts';
 import { SvcError } from '../errors.ts';
 import { configDir, configPath, DEFAULT_PROFILE, loadConfig, updateProfile, type Profile } from './config.ts';
-import { CliError, type FailureContext } from './errors.ts';
+import { CliError, UsageError, type FailureContext } from './errors.ts';
 import type { Output } from './output.ts';
 
 /** The service `npm start` serves, used when nothing else names one. */
@@ -62,8 +62,10 @@ export class Cli {
 
   /** Client options every client shares. */
   #common(): { timeoutMs?: number } {
-    const t = Number(this.env.SVC_TIMEOUT_MS);
-    return Number.isFinite(t) && t >= 0 && this.env.SVC_TIMEOUT_MS !== undefined && this.env.SVC_TIMEOUT_MS !== '' ? { timeoutMs: t } : {};
+    const raw = this.env.SVC_TIMEOUT_MS;
+    if (raw === undefined || raw === '') return {};
+    if (!/^\d{1,9}$/.test(raw)) throw new UsageError(`SVC_TIMEOUT_MS must be a whole number of milliseconds, 0 for none (got ${JSON.stringify(raw)})`);
+    return { timeoutMs: Number(raw) };
   }
 
   /** A client without credentials (signup, login, health). */
