@@ -34,6 +34,7 @@ import { Launcher } from './launch.ts';
 import { FunctionLogStore, LineSplitter, Redactor } from './logs.ts';
 import { ModuleFiles, newModuleBlobName, type ModuleBlobStore } from './modules.ts';
 import { PoolFullError, WorkerPool, type Lease } from './pool.ts';
+import { ProjectQueue } from '../tenants/queue.ts';
 import { describeExit, FunctionWorker, ModuleStartError, RuntimeMissingError, type WorkerLaunch } from './worker.ts';
 
 /** Age after which a function's remembered head is read again. */
@@ -96,7 +97,8 @@ export class FunctionRuntime {
   readonly #pool: WorkerPool;
   readonly logs: FunctionLogStore;
   readonly #heads = new Map<string, Remembered>();
-  readonly #serial = new Map<string, Promise<unknown>>();
+  /** Deploys and deletes of one function, one at a time (keyed `<project>/<name>`). */
+  readonly #serial = new ProjectQueue();
   /** Invocations in flight, per function (`<project>/<name>`) and per project. */
   readonly #running = new Map<string, number>();
   readonly #runningByProject = new Map<string, number>();
@@ -173,8 +175,9 @@ export class FunctionRuntime {
     this.#pool.retireProject(projectId);
   }
 
-  /** Ends every worker. */
+  /** Refuses new deploys and deletes, lets those under way finish, then ends every worker. */
   async stop(): Promise<void> {
+    await this.#serial.close();
     await this.#pool.close();
   }
 
@@ -209,7 +212,7 @@ export class FunctionRuntime {
    */
   deploy(input: DeployInput): Promise<{ head: FunctionRecord; created: boolean }> {
     const { projectId, name } = input;
-    return this.#one(`${projectId}/${name}`, async () => {
+    return this.#serial.run(`${projectId}/${name}`, async () => {
       if (this.#gone.has(projectId)) throw errors.notFound(`project ${projectId} not found`);
       const launch = await this.#launch();
       const received = await this.#modules.receive(projectId, input.body, input.maxBytes, input.length);
@@ -248,7 +251,7 @@ export class FunctionRuntime {
   remove(input: { projectId: string; name: string; actor: string; requestId: string }): Promise<FunctionRecord> {
     const { projectId, name } = input;
     const fn = `${projectId}/${name}`;
-    return this.#one(fn, async () => {
+    return this.#serial.run(fn, async () => {
       let head: FunctionRecord | null = null;
       for (let attempt = 0; ; attempt++) {
         head = this.#gone.has(projectId) ? null : await getFunction(this.#deps.db, projectId, name);
@@ -451,21 +454,6 @@ export class FunctionRuntime {
     const p = (this.#runningByProject.get(projectId) ?? 0) + delta;
     if (p > 0) this.#runningByProject.set(projectId, p);
     else this.#runningByProject.delete(projectId);
-  }
-
-  /** Runs `task` after every earlier task of `fn` has settled. */
-  #one<T>(fn: string, task: () => Promise<T>): Promise<T> {
-    const before = this.#serial.get(fn) ?? Promise.resolve();
-    const run = before.then(task, task);
-    const settled = run.then(
-      () => {},
-      () => {},
-    );
-    this.#serial.set(fn, settled);
-    void settled.then(() => {
-      if (this.#serial.get(fn) === settled) this.#serial.delete(fn);
-    });
-    return run;
   }
 
   /** Project ids with a directory in the functions area. */

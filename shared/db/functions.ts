@@ -11,14 +11,14 @@
  * are removed afterwards (`deleteVersions`), and a function deployed again under the same name starts
  * a new generation, so a version item left behind by a crash is never listed or overwritten.
  */
-import { BatchWriteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import type { BlobBackend } from '../blobs/store.ts';
 import type { FunctionSettings, FunctionVersionView, FunctionView } from '../schemas/functions.ts';
 import type { Db } from './client.ts';
-import { isConditionFailure } from './client.ts';
+import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryPage, tableKeyOf } from './pagination.ts';
+import { queryEach, queryPage, tableKeyOf } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
 import { keys } from './table.ts';
 
@@ -168,17 +168,11 @@ export async function putVersion(
       return { head, created: !current };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
-      if (cancelledAt(err, 0)) throw errors.notFound(`project ${project} not found`);
+      if (cancellationReasons(err)[0] === 'ConditionalCheckFailed') throw errors.notFound(`project ${project} not found`);
       await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
     }
   }
   throw errors.conflict(`function ${name} is being deployed concurrently, retry`);
-}
-
-/** Whether the transaction was cancelled by its item number `index` failing its condition. */
-function cancelledAt(err: unknown, index: number): boolean {
-  const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
-  return reasons?.[index]?.Code === 'ConditionalCheckFailed';
 }
 
 /**
@@ -214,21 +208,18 @@ export async function deleteHead(db: Db, expected: FunctionRecord, change: Funct
 /** Every version item of the function's `generation`, oldest first. */
 export async function allVersions(db: Db, projectId: string, name: string, generation: string): Promise<FunctionVersionRecord[]> {
   const out: FunctionVersionRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': `FNV#${name}#${generation}#` },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) out.push(versionOf(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
+  await queryEach(db, itemsUnder(db, projectId, `FNV#${name}#${generation}#`), (items) => void out.push(...items.map(versionOf)));
   return out;
+}
+
+/** A strongly consistent query of the project's items whose sort key starts with `prefix`. */
+function itemsUnder(db: Db, projectId: string, prefix: string) {
+  return {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': prefix },
+    ConsistentRead: true,
+  };
 }
 
 /** Removes version items (after their function's head is gone); removing one already gone is not an error. */
@@ -290,25 +281,14 @@ export async function listVersions(
 export async function moduleReferences(db: Db, projectId: string): Promise<{ blobs: Set<string>; sha256s: Set<string> }> {
   const blobs = new Set<string>();
   const sha256s = new Set<string>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'FNV#' },
-        ProjectionExpression: '#blob, sha256',
-        ExpressionAttributeNames: { '#blob': 'blob' },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of out.Items ?? []) {
+  // `blob` is a DynamoDB reserved word.
+  const query = { ...itemsUnder(db, projectId, 'FNV#'), ProjectionExpression: '#blob, sha256', ExpressionAttributeNames: { '#blob': 'blob' } };
+  await queryEach(db, query, (items) => {
+    for (const item of items) {
       if (typeof item.blob === 'string') blobs.add(item.blob);
       if (typeof item.sha256 === 'string') sha256s.add(item.sha256);
     }
-    start = out.LastEvaluatedKey;
-  } while (start);
+  });
   return { blobs, sha256s };
 }
 
@@ -318,25 +298,13 @@ export async function moduleReferences(db: Db, projectId: string): Promise<{ blo
  * `before` on are never judged: the function may have been deployed again while the sweep read.
  */
 export async function orphanVersions(db: Db, projectId: string, before: string): Promise<FunctionVersionRecord[]> {
-  const pk = keys.project(projectId).pk;
   const heads = new Map<string, string>();
   const versions: FunctionVersionRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': pk, ':prefix': 'FN' },
-        ConsistentRead: true,
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of out.Items ?? []) {
+  await queryEach(db, itemsUnder(db, projectId, 'FN'), (items) => {
+    for (const item of items) {
       if (item.type === 'function') heads.set(item.name, item.generation);
       else if (item.type === 'function_version') versions.push(versionOf(item));
     }
-    start = out.LastEvaluatedKey;
-  } while (start);
+  });
   return versions.filter((v) => v.created_at < before && heads.get(v.name) !== v.generation);
 }
