@@ -87,20 +87,24 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
   // Lines are handled one at a time, in order, even while a statement is running.
   let queue = Promise.resolve(true);
   await new Promise<void>((resolve) => {
+    // Ctrl-C drops what is being typed; on an empty prompt it says how to leave, and a second one
+    // in a row leaves (as Node's REPL does).
+    let interrupted = false;
     rl.on('SIGINT', () => {
-      if (buffer) {
-        buffer = '';
-        cli.io.stdout.write('^C\n');
-        rl.setPrompt(prompt);
-        rl.prompt();
-      } else {
-        rl.close();
-      }
+      const typing = buffer !== '' || rl.line !== '';
+      if (!typing && interrupted) return rl.close();
+      interrupted = !typing;
+      buffer = '';
+      Object.assign(rl as unknown as { line: string; cursor: number }, { line: '', cursor: 0 });
+      cli.io.stdout.write(typing ? '^C\n' : '\n(press Ctrl-C again, Ctrl-D or type .quit to leave)\n');
+      rl.setPrompt(prompt);
+      rl.prompt();
     });
     rl.on('close', () => {
       void queue.then(() => resolve());
     });
     rl.on('line', (line) => {
+      interrupted = false;
       queue = queue.then(async (open) => {
         if (!open) return false;
         if (!buffer && line.trim().startsWith('.')) {
