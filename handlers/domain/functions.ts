@@ -173,9 +173,13 @@ export async function invokeFunction(deps: Deps, input: InvokeInput): Promise<Re
   if (invoker.kind === 'key') headers[FUNCTION_HEADERS.key] = invoker.key;
   const length = input.headers.get('content-length');
   if (length !== null && /^\d{1,15}$/.test(length.trim())) headers[FUNCTION_HEADERS.length] = length.trim();
+  // A HEAD travels as a marked GET, as on the agent's own hop to the worker: the service's own
+  // refusals then keep their envelope, and the function's answer comes back without a body.
+  const head = input.method === 'HEAD';
+  if (head) headers[FUNCTION_HEADERS.method] = 'HEAD';
   let upstream: Response;
   try {
-    upstream = await deps.agents.fetch(agent, input.method, `/internal/v1/projects/${projectId}/functions/${input.name}/invoke${input.rest}${input.search}`, {
+    upstream = await deps.agents.fetch(agent, head ? 'GET' : input.method, `/internal/v1/projects/${projectId}/functions/${input.name}/invoke${input.rest}${input.search}`, {
       raw: { body: input.body, headers },
       requestId: input.requestId,
       signal: input.signal,

@@ -351,10 +351,12 @@ export class FunctionRuntime {
     try {
       const headers = upstreamRequestHeaders(req, DROPPED_HEADERS);
       if (input.length !== null) headers.push('content-length', String(input.length));
-      const method = req.method ?? 'GET';
-      const hasBody = method !== 'GET' && method !== 'HEAD';
-      if (method === 'HEAD') headers.push(FUNCTION_HEADERS.method, 'HEAD');
-      await forward(lease.client, req, res, { method: method === 'HEAD' ? 'GET' : method, path: input.path, headers, body: hasBody ? req : null });
+      // A HEAD reaches the worker as a marked GET (FUNCTION_HEADERS.method), whether it came as one or so.
+      const head = req.method === 'HEAD' || (req.method === 'GET' && req.headers[FUNCTION_HEADERS.method] === 'HEAD');
+      const method = head ? 'GET' : (req.method ?? 'GET');
+      if (head) headers.push(FUNCTION_HEADERS.method, 'HEAD');
+      const hasBody = method !== 'GET';
+      await forward(lease.client, req, res, { method, path: input.path, headers, body: hasBody ? req : null });
       // Ended, not cut short (a destroyed answer means the worker or the client went away).
       reusable = !timedOut && res.writableEnded && worker.alive() && worker.connected(lease.client);
     } catch (err) {
