@@ -72,6 +72,19 @@ describe('subscribe', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });
 
+  it('reopens a subscription whose answer never comes', async () => {
+    connections = 0;
+    script = (res, n) => {
+      if (n === 1) return; // never answered
+      open(res);
+      res.write(event(n));
+    };
+    for await (const e of subscribe({ idleTimeoutMs: 150 })) {
+      expect(e.id).toBe(2);
+      break;
+    }
+  });
+
   it('ends with RealtimeOverflowError at an overflow frame', async () => {
     script = (res) => {
       open(res);

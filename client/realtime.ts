@@ -53,6 +53,14 @@ async function* events(transport: Transport, projectId: string, channels: readon
     const onAbort = () => connection.abort(signal!.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     let failure: unknown = new Error('the stream ended');
+    // The watchdog covers the whole connection: a subscription whose answer never comes is reopened
+    // like a stream that went silent.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      if (idleMs > 0) timer = setTimeout(() => connection.abort(new DOMException(`no event or heartbeat for ${idleMs} ms`, 'TimeoutError')), idleMs);
+    };
+    arm();
     try {
       // A ticket opens one connection only: each attempt asks for a fresh one.
       const ticket = tickets
@@ -73,11 +81,6 @@ async function* events(transport: Transport, projectId: string, channels: readon
       try {
         const body = answer.response.body;
         if (!body) throw new Error('the subscription answered no stream');
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const arm = () => {
-          clearTimeout(timer);
-          if (idleMs > 0) timer = setTimeout(() => connection.abort(new DOMException(`no event or heartbeat for ${idleMs} ms`, 'TimeoutError')), idleMs);
-        };
         arm();
         try {
           for await (const frame of sseFrames(body)) {
@@ -106,6 +109,7 @@ async function* events(transport: Transport, projectId: string, channels: readon
       if (!(err instanceof SvcError) && !isNetworkError(err) && !isAbortLike(err)) throw err;
       failure = err;
     } finally {
+      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       connection.abort();
     }

@@ -241,7 +241,7 @@ describe('svc', () => {
     expect((await svc(['storage', 'cp', `${project}:photos/note.txt`, '-'])).stdout).toBe('from stdin');
   }, 60_000);
 
-  it('tails realtime events as JSON lines and publishes', async () => {
+  it('tails realtime events as JSON lines and publishes', { timeout: 30_000 }, async () => {
     const tail = spawn(process.execPath, [CLI, 'realtime', 'tail', project, 'chat', '--count', '1', '--json'], {
       env: { PATH: process.env.PATH!, HOME: dir.dir, SVC_CONFIG_DIR: config, SVC_BASE_URL: stack.url },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -251,7 +251,8 @@ describe('svc', () => {
     tail.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     tail.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const exited = new Promise<number | null>((r) => tail.on('close', r));
-    await expect.poll(() => err, { timeout: 10_000 }).toContain('subscribed to chat');
+    // At most a heartbeat (15 s) late, should a proxy on the way hold the first comment back.
+    await expect.poll(() => err, { timeout: 20_000 }).toContain('subscribed to chat');
     const delivered = await ok(['realtime', 'publish', project, 'chat', 'message', '{"text":"hi"}']);
     expect(delivered).toMatchObject({ channel: 'chat', event: 'message', payload: { text: 'hi' } });
     expect(await exited).toBe(0);
