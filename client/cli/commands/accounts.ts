@@ -50,6 +50,9 @@ export function register(program: Command, r: Registry): void {
     .action(
       r.action(async (cli, options: { accountId?: string; baseUrl?: string }) => {
         const stored = cli.profile();
+        if (!options.accountId && !stored?.account_id && !cli.io.stdin.isTTY) {
+          throw new UsageError('pass --account-id when the secret comes on stdin');
+        }
         const accountId = options.accountId ?? stored?.account_id ?? (await readLine(cli.io, 'account id: ')).trim();
         if (!accountId) throw new UsageError('an account id is needed: --account-id acct_…');
         const secret = await readSecret(cli.io, 'account secret: ');
