@@ -4,6 +4,7 @@
  * `stop()` is idempotent and phased.
  */
 import { mkdirSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import type { Settings } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/client.ts';
@@ -20,6 +21,7 @@ import { KeyCache } from './dataplane/key-cache.ts';
 import { Peers } from './dataplane/peers.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { startDataplane } from './dataplane/server.ts';
+import { FrontReturn } from './dataplane/handed.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
@@ -47,6 +49,11 @@ export interface Agent {
   dataplaneUrl: string;
   /** Where `GET /metrics` answers (`SVCD_METRICS_PORT`; docs/observability.md "Metrics"). */
   metricsUrl: string;
+  /**
+   * Serves a connection the local front accepted and handed over with what it read of it
+   * (docs/local-stack.md "One hop for `/v2`"); what the agent does not serve goes back to `origin`.
+   */
+  adopt(socket: Socket, head: Buffer, origin: string): void;
   stop(): Promise<void>;
 }
 
@@ -148,6 +155,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
   // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
+  const frontReturn = new FrontReturn(log);
   const dataplane = await startDataplane({
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_DATAPLANE_PORT,
@@ -158,6 +166,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
     cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS),
+    // What a connection handed over by the local front carries besides /v2 goes back to the front.
+    handed: (req, res, expectsContinue, origin) => frontReturn.send(req, res, expectsContinue, origin),
     // One line and the metrics per /v2 request (docs/observability.md).
     observe: (r) => {
       ctx.metrics.dataplane(r.status, r.seconds, r.bytesIn, r.bytesOut);
@@ -211,11 +221,12 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     internalUrl,
     dataplaneUrl,
     metricsUrl: metricsListener.url,
+    adopt: (socket, head, origin) => dataplane.adopt(socket, head, origin),
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);
         ctx.realtime.close();
-        await Promise.all(servers.map((s) => s.close()));
+        await Promise.all([...servers.map((s) => s.close()), frontReturn.close()]);
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.
         await within(sweeping, 5000);
         await within(sweepingFunctions, 5000);

@@ -6,8 +6,13 @@
  * supervisor is gone, however it ended: the agent then stops as on SIGTERM, engines included, so it
  * never outlives the stack (docs/local-stack.md "Processes"). Off by default: under systemd stdin is
  * /dev/null, which ends at once.
+ *
+ * Spawned with an IPC channel (the local stack), the agent also takes connections the stack's front
+ * hands over to it (docs/local-stack.md "One hop for `/v2`"): each arrives as a message with the
+ * socket and the bytes the front read of it.
  */
 import { parseArgs } from 'node:util';
+import { receiveHandedConnections } from '../shared/http/handoff.ts';
 import { ConfigError, loadSettings } from '../shared/config.ts';
 import { createNodeLog } from '../shared/log-node.ts';
 import { startAgent, type Agent } from './agent.ts';
@@ -73,6 +78,14 @@ if (flags['stop-on-stdin-eof']) {
   };
   for (const event of ['end', 'close', 'error'] as const) process.stdin.on(event, parentGone);
   process.stdin.resume();
+  process.on('disconnect', parentGone);
+}
+if (process.send) {
+  // Listened to from the start: a connection handed over before the agent runs (or once it stops) is closed.
+  receiveHandedConnections((socket, head, origin) => {
+    if (!agent || stopRequested) return void socket.destroy();
+    agent.adopt(socket, head, origin);
+  });
 }
 
 try {

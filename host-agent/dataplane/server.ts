@@ -23,13 +23,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
 import { corsAnswerHeaders, isPreflight, NO_CORS, preflightHeaders, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, UpstreamError } from '../../shared/http/forward.ts';
 import { connectionTokens, HOP_BY_HOP, isHopByHop } from '../../shared/http/hop-by-hop.ts';
+import { serveConnection } from '../../shared/http/handoff.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { Peer, Peers } from './peers.ts';
 import { Upstreams, type EngineEndpoint } from './upstreams.ts';
@@ -84,6 +85,11 @@ export interface DataplaneOptions {
   cors?: CorsPolicy;
   /** Told of every request once its answer is done or cut short (the agent's log line and metrics). */
   observe?: (request: ObservedRequest) => void;
+  /**
+   * Serves the requests other than `/v2` that arrive on a connection handed over by the local front
+   * (`adopt`), `origin` being the front's URL; without it they are 404 like on the listener's own.
+   */
+  handed?: (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, origin: string) => void;
 }
 
 /** A `/v2` request as observed: bytes are those of its connection while it was served, heads included. */
@@ -128,7 +134,20 @@ export interface Dataplane {
   upstreams: Upstreams;
   /** Forgets a project's upstream pool (its engine exited). */
   engineExited(projectId: string): void;
+  /**
+   * Serves a connection the local front accepted and handed over (shared/http/handoff.ts), `head`
+   * being what the front read of it; its requests other than `/v2` go to `handed`.
+   */
+  adopt(socket: Socket, head: Buffer, origin: string): void;
   close(): Promise<void>;
+}
+
+/** Marks a handed connection's socket with the origin of the front that handed it over. */
+const HANDED_FROM = Symbol('handed-from');
+
+/** True for `/v2`, `/v2/...` and `/v2?...`: what this listener serves. */
+function isDataPlanePath(path: string): boolean {
+  return path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?');
 }
 
 const PROJECT_REF = /^(?:prj_)?([0-9a-f]{16})$/;
@@ -279,7 +298,7 @@ async function* bodyOf(req: IncomingMessage, max: number | null): AsyncGenerator
 
 /** Starts the `/v2` listener on host:port (0: a free port). */
 export async function startDataplane(options: DataplaneOptions): Promise<Dataplane> {
-  const { endpoints, keys, maxBytes, log, agentId, peers, cors = NO_CORS, observe } = options;
+  const { endpoints, keys, maxBytes, log, agentId, peers, cors = NO_CORS, observe, handed } = options;
   const upstreams = new Upstreams();
 
   async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, expectsContinue: boolean, seen: { projectId?: string }): Promise<void> {
@@ -296,7 +315,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       }
       for (const [name, value] of Object.entries(corsAnswerHeaders(cors, h.origin))) res.setHeader(name, value);
     }
-    if (!(path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?'))) {
+    if (!isDataPlanePath(path)) {
       throw badTarget(req) ?? errors.notFound(`no route for ${req.method} ${path.split('?')[0]}: this listener serves /v2 only`);
     }
     const presented = parseProjectKey(bearerOf(h.authorization));
@@ -405,6 +424,8 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
 
   const dataplaneLog = (line: string) => log(`dataplane: ${line}`);
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
+    const origin = (req.socket as Socket & { [HANDED_FROM]?: string })[HANDED_FROM];
+    if (origin !== undefined && handed && !isDataPlanePath(req.url ?? '')) return handed(req, res, expectsContinue, origin);
     const id = requestId();
     const seen: { projectId?: string } = {};
     if (observe) {
@@ -433,6 +454,10 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     url: `http://${options.host}:${port}`,
     upstreams,
     engineExited: (projectId) => upstreams.retire(projectId),
+    adopt(socket, head, origin) {
+      (socket as Socket & { [HANDED_FROM]?: string })[HANDED_FROM] = origin;
+      serveConnection(server, socket, head);
+    },
     async close() {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();

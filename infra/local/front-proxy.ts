@@ -27,9 +27,15 @@
  * Why a front and not the handlers forwarding `/v2`: workerd would sit in every data-plane request
  * (measured in docs/dataplane.md), and a handler cannot know which agent owns a key without a
  * DynamoDB read per request, since handlers keep no state between requests.
+ *
+ * With one agent (`handoff` given), the front is not even a hop for `/v2` and realtime: a
+ * connection whose first request is `/v2`, a realtime subscribe or a publish is handed to the
+ * agent process itself (shared/http/handoff.ts), which serves it from then on as production's
+ * load balancer would have sent it there (docs/local-stack.md "One hop for `/v2`"). Every other
+ * connection, and every connection while the agent cannot take one, is the front's as above.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
@@ -37,6 +43,14 @@ import type { Log } from '../../shared/log.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
 import { corsAnswerHeaders, NO_CORS, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
+import { peekFirstLine, serveConnection } from '../../shared/http/handoff.ts';
+
+/**
+ * Hands an accepted connection, with the bytes already read from it, to the process that serves it
+ * from then on (the host agent), telling it `origin` (where the front takes back the requests it
+ * does not serve itself); false when that process cannot take one now (the front keeps it then).
+ */
+export type Handoff = (socket: Socket, head: Buffer, origin: string) => boolean;
 
 /** Where the front sends requests. */
 export interface FrontTargets {
@@ -50,6 +64,12 @@ export interface FrontTargets {
    * off the public origin.
    */
   metrics?: string[];
+  /**
+   * The one agent's process, which takes connections whose first request it serves itself (`/v2`,
+   * realtime subscribe and publish; `handsOff`). Unset with several agents: the front then plays
+   * the load balancer for every `/v2` request.
+   */
+  handoff?: Handoff;
 }
 
 /** Options of the front. */
@@ -111,6 +131,19 @@ export function metricsTarget(path: string): number | null {
 /** True for `/v2`, `/v2/...` and `/v2?...`: the data plane. */
 export function isDataPlane(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?');
+}
+
+/** The request targets the agent serves itself on a handed connection: `/v2`, realtime subscribe and publish. */
+const HANDED = /^(?:(?:[A-Z]+) \/v2(?:[/? ]|$)|GET \/v0\/projects\/[^/? ]+\/realtime\/subscribe[? ]|POST \/v0\/projects\/[^/? ]+\/realtime\/publish[? ])/;
+
+/**
+ * True when a connection whose first bytes are `head` goes to the agent: its request line names `/v2`
+ * (any method), a realtime subscribe (`GET`) or a publish (`POST`), in origin form. Anything else —
+ * an absolute-form target, a line not yet complete — stays with the front, which serves it all.
+ */
+export function handsOff(head: Buffer): boolean {
+  const eol = head.indexOf(0x0a);
+  return eol > 0 && HANDED.test(head.toString('latin1', 0, Math.min(eol, 512)));
 }
 
 /** True for a request that may hold its connection for long: an event stream or object bytes. */
@@ -253,12 +286,32 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
   });
   answerClientErrors(server, log);
   server.keepAliveTimeout = 65_000;
-  await listen(server, host, port, 'SVCD_PORT');
-  const actual = (server.address() as AddressInfo).port;
+  const { handoff } = targets;
+  // With a process to hand connections to, the front accepts them itself and reads the first
+  // request line before deciding whose they are; without, its HTTP server listens directly. The
+  // requests the agent does not serve on a handed connection come back to the HTTP server on a
+  // loopback port of its own, where nothing is handed over again.
+  let back = '';
+  const listener = handoff
+    ? createNetServer({ pauseOnConnect: true }, (socket) =>
+        peekFirstLine(socket, (head) => {
+          if (handsOff(head) && handoff(socket, head, back)) return;
+          serveConnection(server, socket, head);
+        }),
+      )
+    : server;
+  if (handoff) {
+    await listen(server, '127.0.0.1', 0);
+    back = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+  await listen(listener, host, port, 'SVCD_PORT');
+  const actual = (listener.address() as AddressInfo).port;
   return {
     url: `http://${host}:${actual}`,
     port: actual,
     async close() {
+      // Connections handed away are the agent's to close; the net listener's own close would wait for them.
+      if (listener !== server) listener.close();
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
       await Promise.all([

@@ -26,7 +26,8 @@ import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { parseCorsOrigins } from '../../shared/http/cors.ts';
 import { awaitReadyLine, exitOf, stopChild } from './children.ts';
-import { startFront } from './front-proxy.ts';
+import { startFront, type Handoff } from './front-proxy.ts';
+import { handOver } from '../../shared/http/handoff.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
 import { acquireStackLock, displayDir } from './lock.ts';
 import { groupMembers, killRecorded, signalGroup, waitGone } from './processes.ts';
@@ -159,12 +160,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       if (unexpected) log(`stack: ${what} exited (${exitOf(code, signal)}); stop the stack (Ctrl-C) and start it again`);
     });
   };
-  /** Spawns a service child; stderr passes through or is kept (last 1 MB) for error reports. */
-  const spawnService = (bin: string, args: string[], env: Record<string, string>) => {
+  /**
+   * Spawns a service child; stderr passes through or is kept (last 1 MB) for error reports. With
+   * `ipc`, the child has an IPC channel too (the agents: the front hands connections over it).
+   */
+  const spawnService = (bin: string, args: string[], env: Record<string, string>, ipc = false) => {
     let output = '';
     // Own process group: a terminal's Ctrl-C reaches only the supervisor, which stops children in
     // order. stdin is a pipe the child watches: its end means the supervisor is gone.
-    const child = spawn(bin, args, { cwd: REPO_ROOT, env, detached: true, stdio: ['pipe', 'pipe', options.agentOutput === 'inherit' ? 'inherit' : 'pipe'] });
+    const stderr = options.agentOutput === 'inherit' ? 'inherit' : 'pipe';
+    const child = spawn(bin, args, { cwd: REPO_ROOT, env, detached: true, stdio: ipc ? ['pipe', 'pipe', stderr, 'ipc'] : ['pipe', 'pipe', stderr] });
     child.stdin!.on('error', () => {});
     child.stderr?.setEncoding('utf8').on('data', (d: string) => {
       output = (output + d).slice(-1_000_000);
@@ -251,7 +256,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const agents: StackAgent[] = [];
     const agentProcesses = new Set<ChildProcess>();
     const startOne = async (agentEnv: Record<string, string>): Promise<StackAgent> => {
-      const spawned = spawnService(join(REPO_ROOT, 'bin/svc-agent'), ['--stop-on-stdin-eof'], agentEnv);
+      const spawned = spawnService(join(REPO_ROOT, 'bin/svc-agent'), ['--stop-on-stdin-eof'], agentEnv, true);
       track(spawned.child, 'host agent', false);
       agentProcesses.add(spawned.child);
       spawned.child.once('exit', () => agentProcesses.delete(spawned.child));
@@ -341,8 +346,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     cleanups.push(() => stopChild(worker.child, 10_000));
     const workerReady = await awaitReadyLine(worker.child, 'worker host (miniflare)', 60_000, worker.output);
     record();
+    // One agent: connections whose first request it serves itself (/v2, realtime subscribe and
+    // publish) are handed to its process, so they cost one hop as in production (docs/local-stack.md
+    // "One hop for `/v2`"). Several: the front stays the load balancer of every /v2 request.
+    const handoff: Handoff | undefined =
+      count === 1
+        ? (socket, head, origin) => {
+            const child = agents[0]?.process;
+            return !stopping && child !== undefined && handOver(child, socket, head, origin);
+          }
+        : undefined;
     const front = await startFront(
-      { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl), metrics: agents.map((a) => a.metricsUrl) },
+      { handlers: String(workerReady.url), dataplane: agents.map((a) => a.dataplaneUrl), metrics: agents.map((a) => a.metricsUrl), handoff },
       { host: settings.SVCD_HOST, port: settings.SVCD_PORT, log, cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS) },
     );
     cleanups.push(() => front.close());

@@ -10,7 +10,7 @@
  * and malformed requests answered with the error envelope too.
  */
 import { createServer, IncomingMessage, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError, renderError, writeError } from '../errors.ts';
@@ -362,7 +362,7 @@ export async function serveFetch(
 }
 
 /** Listens, turning "address in use" into one clear line naming the port. */
-export function listen(server: Server, host: string, port: number, setting?: string): Promise<void> {
+export function listen(server: NetServer, host: string, port: number, setting?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {

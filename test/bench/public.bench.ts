@@ -17,7 +17,11 @@
  *      process of its own streaming the same bytes from and to the same disk (PUT with fsync).
  *   5. Memory: peak RSS of the whole stack's process tree above idle during a 32 MiB upload (< 16 MiB).
  *
- *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000]
+ *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000] [sections=v2,control,realtime,storage]
+ *
+ * `sections` (comma-separated) runs only some of them, to iterate on one path (`storage` includes
+ * memory). SVC_BENCH_PROFILE=<dir> runs the stack's Node processes with `--cpu-prof` into <dir>
+ * (written when the stack stops): the supervisor with the front, the host agent, the worker host.
  *
  * Build first (`npm run bench` does): the stack serves dist/worker.js and the Node entry is
  * dist/node-server.mjs. Baseline and service runs alternate, so drift on the shared machine hits both.
@@ -39,6 +43,8 @@ import { keys } from '../../shared/db/table.ts';
 const REPO = resolve(import.meta.dirname, '../..');
 const NODE = process.execPath;
 const SUBSCRIBERS = Number(process.argv[2] ?? 1000);
+const SECTIONS = new Set((process.argv[3] ?? 'v2,control,realtime,storage').split(','));
+const PROFILE = process.env.SVC_BENCH_PROFILE;
 const ROWS = 1000;
 const MiB = 1024 * 1024;
 
@@ -117,7 +123,14 @@ async function startStack(dir: string): Promise<{ child: ChildProcess; url: stri
   const dynamoPort = await freePort();
   const child = spawn(NODE, [join(REPO, 'infra/local/start.ts'), '--dir', dir, '--dynamodb-port', String(dynamoPort)], {
     cwd: REPO,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', SVCD_PORT: String(port), SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/tmp',
+      SVCD_PORT: String(port),
+      SVCD_AGENT_PORT: '0',
+      SVCD_DATAPLANE_PORT: '0',
+      ...(PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(PROFILE)}` } : {}),
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -498,10 +511,10 @@ async function main(): Promise<void> {
 
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     console.log(`public path through ${base} (${cpus().length} cores, load average ${load1}; other work on the machine colours wall-clock figures)`);
-    await dataPlane(base, key, engine);
-    await controlPlane(base, token, project.id, dir, stack.dynamoPort);
-    await realtime(base, token, project.id);
-    await storage(base, token, project.id, stack.child.pid!, scratch);
+    if (SECTIONS.has('v2')) await dataPlane(base, key, engine);
+    if (SECTIONS.has('control')) await controlPlane(base, token, project.id, dir, stack.dynamoPort);
+    if (SECTIONS.has('realtime')) await realtime(base, token, project.id);
+    if (SECTIONS.has('storage') || SECTIONS.has('memory')) await storage(base, token, project.id, stack.child.pid!, scratch);
   } finally {
     const exited = new Promise((r) => stack.child.once('exit', r));
     stack.child.kill('SIGTERM');

@@ -5,6 +5,7 @@
  * bundle dist/worker.js, built by `npm test`), on the run's DynamoDB Local and a fresh table.
  */
 import { connect } from 'node:net';
+import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
@@ -14,6 +15,7 @@ import { tempDir, uniqueTable } from '../helpers/env.ts';
 import { callJson } from '../helpers/http.ts';
 
 const dir = tempDir('svc-stack-');
+const logged: string[] = [];
 let stack: Stack;
 let token: string;
 let projectId: string;
@@ -26,7 +28,7 @@ beforeAll(async () => {
     dir: dir.dir,
     dynamoEndpoint: inject('dynamoEndpoint'),
     env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
-    log: () => {},
+    log: (line) => logged.push(line),
   });
   token = (await call('POST', '/v0/signup', undefined, {})).token;
   projectId = (await call('POST', '/v0/projects', token, { name: 'one-origin' })).id;
@@ -90,6 +92,46 @@ describe('the local stack serves /v0 and /v2 on one origin', () => {
     expect(p.status).toBe(401);
     const ok = await fetch(`${stack.url}/v0/projects/${projectId}`, { headers: { authorization: `Bearer ${token}` } });
     expect(ok.status).toBe(200);
+  });
+
+  it('/v2 costs one hop: the front hands the connection to the agent, which serves it itself', async () => {
+    const before = logged.length;
+    const pool = new Pool(stack.url, { connections: 1 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await pool.request({ method: 'GET', path: '/v2/capabilities', headers: { authorization: `Bearer ${key}`, 'x-svc-protocol-minor': '3' } });
+        await r.body.arrayBuffer();
+        expect(r.statusCode).toBe(200);
+      }
+    } finally {
+      await pool.close();
+    }
+    // The front logs every request it serves or forwards; these never reached it.
+    expect(logged.slice(before).filter((l) => l.startsWith('front: ') && l.includes(' /v2'))).toEqual([]);
+  });
+
+  it('a connection handed over for /v2 carries /v0 requests too, answered as through the front', async () => {
+    const pool = new Pool(stack.url, { connections: 1 });
+    const send = async (method: string, path: string, auth: string, body?: string) => {
+      const r = await pool.request({ method: method as 'GET', path, headers: { authorization: `Bearer ${auth}`, 'x-svc-protocol-minor': '3', 'content-type': 'application/json' }, body });
+      return { status: r.statusCode, id: r.headers['x-request-id'], text: await r.body.text() };
+    };
+    try {
+      expect((await send('POST', '/v2/sql', key, JSON.stringify({ sql: 'SELECT 41 + 1 AS answer' }))).text).toContain('42');
+      const project = await send('GET', `/v0/projects/${projectId}`, token);
+      expect(project.status).toBe(200);
+      expect(JSON.parse(project.text).id).toBe(projectId);
+      expect(project.id).toMatch(/^req_/);
+      const created = await send('POST', '/v0/projects', token, JSON.stringify({ name: 'on-a-handed-connection' }));
+      expect(created.status).toBe(201);
+      expect((await send('GET', '/v0/nowhere', token)).status).toBe(404);
+      expect((await send('GET', '/v2/capabilities', key)).status).toBe(200);
+      expect((await send('GET', '/v0/health', token)).status).toBe(200);
+    } finally {
+      await pool.close();
+    }
+    const line = logged.filter((l) => l.startsWith(`front: GET /v0/projects/${projectId} `)).at(-1);
+    expect(line).toMatch(/ 200 \d+\.\d ms$/);
   });
 
   it('revoking through /v0 refuses the very next /v2 request on the same origin', async () => {

@@ -136,7 +136,7 @@ describe('the local stack as a process tree', () => {
     a = await start(dirA, { SVCD_PORT: String(baseA) });
     expect(a.url).toBe(`http://127.0.0.1:${baseA}`);
     expect(a.output()).toContain(`host agent agt_`);
-    expect(a.output()).toContain(`ready at http://127.0.0.1:${baseA + 1} (/v2 at http://127.0.0.1:${baseA + 2})`);
+    expect(a.output()).toContain(`ready at http://127.0.0.1:${baseA + 1} (/v2 at http://127.0.0.1:${baseA + 2}, metrics at http://127.0.0.1:${baseA + 4})`);
     const java = descendants(a.child.pid!).filter((p) => cmdline(p).startsWith('java '));
     expect(java).toHaveLength(1);
     expect(cmdline(java[0]!)).toContain(`-port ${baseA + 3} `);
@@ -150,7 +150,7 @@ describe('the local stack as a process tree', () => {
     // A second copy beside it, told only its own SVCD_PORT and directory.
     baseB = await freeBase();
     b = await start(dirB, { SVCD_PORT: String(baseB) });
-    expect(b.output()).toContain(`ready at http://127.0.0.1:${baseB + 1} (/v2 at http://127.0.0.1:${baseB + 2})`);
+    expect(b.output()).toContain(`ready at http://127.0.0.1:${baseB + 1} (/v2 at http://127.0.0.1:${baseB + 2}, metrics at http://127.0.0.1:${baseB + 4})`);
     expect((await fetch(`${b.url}/v0/health`)).status).toBe(200);
   }, 120_000);
 
