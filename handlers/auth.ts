@@ -11,8 +11,8 @@ import type { ProjectRecord } from '../shared/db/projects.ts';
 import { projectIdSchema } from '../shared/schemas/projects.ts';
 import type { Ctx } from './context.ts';
 import type { ProjectForAgent } from './domain/lifecycle.ts';
-import { prefetchAgent } from './domain/placement.ts';
-import { confirmSession, ownedProjectOf, type StandingSession } from './domain/sessions.ts';
+import { agentToReadWith, prefetchedIn } from './domain/placement.ts';
+import { confirmSession, ownedProjectOf, ownedProjectWith, type StandingSession } from './domain/sessions.ts';
 import { pathParam } from './http.ts';
 
 type Routed = Request & { params: Record<string, string> };
@@ -58,14 +58,15 @@ export async function requireOwnedProject(request: Routed, ctx: Ctx): Promise<{ 
 
 /**
  * `requireOwnedProject` for routes that go on to call the project's agent: same checks in the same
- * order, with the agent record of a remembered placement read alongside the project.
+ * order, with the agent record of a remembered placement read in the same round trip as the
+ * project.
  */
 export async function requireProjectForAgent(request: Routed, ctx: Ctx): Promise<ProjectForAgent> {
   const session = await presentedSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
-  // Started beside the read that judges the session: its answer is used only once that read has
-  // found the session standing and the project the caller's (handlers/domain/placement.ts).
-  const prefetched = prefetchAgent(ctx.deps, projectId);
-  const project = await ownedProjectOf(ctx.deps, session, projectId);
-  return { project, prefetched };
+  // Read in the batch that judges the session: its item is used only once that read has found the
+  // session standing and the project the caller's (handlers/domain/placement.ts).
+  const agent = agentToReadWith(ctx.deps, projectId);
+  const { project, items } = await ownedProjectWith(ctx.deps, session, projectId, agent ? [agent.key] : []);
+  return { project, prefetched: agent && prefetchedIn(agent.agentId, items) };
 }

@@ -3,18 +3,21 @@ import { createAgentClient } from '../shared/agent-client.ts';
 import { cursorSeal } from '../shared/cursors.ts';
 import { loadSettings } from '../shared/config.ts';
 import { consoleLog, type Log } from '../shared/log.ts';
-import { createDb } from '../shared/db/client.ts';
+import { createDb, type DbOptions } from '../shared/db/client.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import type { Deps } from './context.ts';
 import { PlacementCache } from './domain/placement-cache.ts';
 
-/** Validates settings and opens the clients. Throws ConfigError naming a bad setting. */
-export function buildDeps(env: Record<string, unknown>, log?: Log): Deps {
+/**
+ * Validates settings and opens the clients. Throws ConfigError naming a bad setting. `db` lets a
+ * Node entry hand DynamoDB a lighter transport than fetch (shared/db/transport-node.ts).
+ */
+export function buildDeps(env: Record<string, unknown>, log?: Log, db: DbOptions = {}): Deps {
   const settings = loadSettings(env);
   const now = () => Date.now();
   return {
     settings,
-    db: createDb(settings),
+    db: createDb(settings, db),
     agents: createAgentClient(settings.SVCD_INTERNAL_SECRET),
     // Parsed here so a bad key ring fails the start, not the first secret PUT.
     secrets: parseKeyRing(settings),

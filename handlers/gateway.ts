@@ -7,6 +7,7 @@
 import { ConfigError } from '../shared/config.ts';
 import { ServiceError, errorResponse, errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
+import { nodeTransport } from '../shared/db/transport-node.ts';
 import { buildDeps } from './deps.ts';
 import { createApp, type App } from './index.ts';
 
@@ -107,6 +108,6 @@ export function createGatewayHandler(getApp: () => App): (event: GatewayEvent) =
 
 /** The function's handler (`dist/gateway.mjs` → `handler`). */
 export const handler = createGatewayHandler(() => {
-  app ??= createApp(buildDeps((globalThis as { process?: { env: Record<string, unknown> } }).process?.env ?? {}));
+  app ??= createApp(buildDeps((globalThis as { process?: { env: Record<string, unknown> } }).process?.env ?? {}, undefined, { transport: nodeTransport() }));
   return app;
 });

@@ -6,6 +6,7 @@
 import { ConfigError, loadSettings } from '../shared/config.ts';
 import { createNodeLog } from '../shared/log-node.ts';
 import { serveFetch } from '../shared/http/node-http.ts';
+import { nodeTransport } from '../shared/db/transport-node.ts';
 import { buildDeps } from './deps.ts';
 import { createApp } from './index.ts';
 
@@ -13,7 +14,7 @@ try {
   const settings = loadSettings(process.env);
   // pino on Node: JSON lines on stderr, readable ones on a terminal (docs/observability.md "Logs").
   const { log, flush } = createNodeLog({ service: 'handlers', level: settings.SVCD_LOG_LEVEL, format: settings.SVCD_LOG_FORMAT });
-  const deps = buildDeps(process.env, log);
+  const deps = buildDeps(process.env, log, { transport: nodeTransport() });
   const app = createApp(deps);
   const served = await serveFetch((request) => app.fetch(request), {
     host: deps.settings.SVCD_HOST,

@@ -126,6 +126,24 @@ describe('session tokens', () => {
     await expect(readSessionToken(SECRET, tampered)).rejects.toMatchObject({ code: 'authentication_required' });
   });
 
+  it('once verified, are judged by their lifetime alone: refused from their expiry on, and never under another secret', async () => {
+    const issued = Date.now();
+    const { token, expiresAt } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60, issued);
+    const claims = await readSessionToken(SECRET, token, issued);
+    expect(await readSessionToken(SECRET, token, expiresAt.getTime() - 1)).toEqual(claims);
+    await expect(readSessionToken(SECRET, token, expiresAt.getTime())).rejects.toMatchObject({ code: 'authentication_required' });
+    await expect(readSessionToken('y'.repeat(64), token, issued)).rejects.toMatchObject({ code: 'authentication_required' });
+    const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
+    await expect(readSessionToken(SECRET, tampered, issued)).rejects.toMatchObject({ code: 'authentication_required' });
+  });
+
+  it('answer each caller its own claims: changing one answer changes no other', async () => {
+    const { token } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60);
+    const first = await readSessionToken(SECRET, token);
+    first.accountId = 'acct_ffffffffffffffff';
+    expect((await readSessionToken(SECRET, token)).accountId).toBe('acct_0123456789abcdef');
+  });
+
   it('are not accepted as internal tokens, nor the reverse', async () => {
     const { token } = await issueSessionToken(SECRET, 'acct_0123456789abcdef', 60);
     await expect(verifyInternalToken(SECRET, token)).rejects.toMatchObject({ code: 'authentication_required' });

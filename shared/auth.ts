@@ -136,15 +136,57 @@ export async function issueSessionToken(
   return { token, expiresAt: new Date(exp * 1000), sessionId };
 }
 
+/** Bound on the session tokens remembered as verified, per secret (a few MiB at most). */
+export const VERIFIED_SESSION_TOKENS_MAX = 10_000;
+
+/**
+ * Session tokens whose signature this process has verified, by secret, least recently used first.
+ * A signature is a property of the exact token text under one secret and never changes, so a token
+ * seen again is judged by its lifetime alone; whether its session still stands is never remembered
+ * (handlers/domain/sessions.ts reads it on every request).
+ */
+const verifiedSessions = new Map<string, Map<string, SessionClaims>>();
+
+/** The session secret as an HMAC key, imported once per process (jose imports raw bytes on every call). */
+const sessionHmacKeys = new Map<string, Promise<CryptoKey>>();
+
+function sessionKey(sessionSecret: string): Promise<CryptoKey> {
+  let key = sessionHmacKeys.get(sessionSecret);
+  if (!key) {
+    key = crypto.subtle.importKey('raw', encoder.encode(sessionSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    sessionHmacKeys.set(sessionSecret, key);
+  }
+  return key;
+}
+
 /**
  * Verifies a session token's signature and lifetime and answers what it carries; any failure is
  * 401. This is only the half of the check a token can prove by itself: whether the session still
  * stands (not signed out, no rotation since) is judged against DynamoDB by
- * handlers/domain/sessions.ts, which every route goes through.
+ * handlers/domain/sessions.ts, which every route goes through. A token verified before in this
+ * process has only its lifetime checked again (`VERIFIED_SESSION_TOKENS_MAX` remembered).
  */
-export async function readSessionToken(sessionSecret: string, token: string): Promise<SessionClaims> {
+export async function readSessionToken(sessionSecret: string, token: string, now: number = Date.now()): Promise<SessionClaims> {
+  let verified = verifiedSessions.get(sessionSecret);
+  if (!verified) verifiedSessions.set(sessionSecret, (verified = new Map()));
+  const known = verified.get(token);
+  if (known) {
+    verified.delete(token);
+    // jose's rule: expired once the current second reaches `exp`.
+    if (Math.floor(now / 1000) >= known.expiresAt) throw errors.unauthenticated('the session token is invalid or expired');
+    verified.set(token, known);
+    return { ...known };
+  }
+  const claims = await verifySessionToken(sessionSecret, token, now);
+  if (verified.size >= VERIFIED_SESSION_TOKENS_MAX) verified.delete(verified.keys().next().value!);
+  verified.set(token, claims);
+  return { ...claims };
+}
+
+async function verifySessionToken(sessionSecret: string, token: string, now: number): Promise<SessionClaims> {
   try {
-    const { payload } = await jwtVerify(token, encoder.encode(sessionSecret), {
+    const { payload } = await jwtVerify(token, await sessionKey(sessionSecret), {
+      currentDate: new Date(now),
       algorithms: ['HS256'],
       issuer: SESSION_ISSUER,
       audience: SESSION_AUDIENCE,

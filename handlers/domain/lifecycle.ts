@@ -60,8 +60,18 @@ export function withState(project: ProjectRecord, state: TenantStateAnswer): Pro
   return projectView({ ...project, state: state.state, updated_at: state.updated_at });
 }
 
-/** The project with its recorded state reconciled against the live process (contract "GET project"). */
+/**
+ * The project with its recorded state reconciled against the live process (contract "GET project";
+ * docs/lifecycle.md "Reconciliation"). A record its agent marked kept is that agent's truth, which it
+ * corrects itself whenever an engine exits: it is answered as read, once the agent is found live (503
+ * otherwise: a record nobody keeps true any more is not answered). Any other record is reconciled
+ * by the agent, which marks it kept when it holds.
+ */
 export async function reconciledProject(deps: Deps, call: LifecycleCall): Promise<Project> {
+  if (call.project.state_kept) {
+    await agentFor(deps, call.project, call.prefetched);
+    return projectView(call.project);
+  }
   return withState(call.project, await callAgent<TenantStateAnswer>(deps, call, 'reconcile'));
 }
 

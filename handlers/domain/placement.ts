@@ -10,8 +10,10 @@
  * compared, and the agent record is read fresh unless the caller allows a recent one.
  */
 import type { AgentRecord } from '../../shared/db/agents.ts';
-import { getAgent } from '../../shared/db/agents.ts';
+import { getAgent, toAgentRecord } from '../../shared/db/agents.ts';
+import type { ItemsRead, TableKey } from '../../shared/db/client.ts';
 import type { ProjectRecord } from '../../shared/db/projects.ts';
+import { keys } from '../../shared/db/table.ts';
 import { errors } from '../../shared/errors.ts';
 import type { Deps } from '../context.ts';
 
@@ -32,6 +34,22 @@ export function prefetchAgent(deps: Deps, projectId: string): AgentPrefetch | un
   // Awaited by agentFor when the project is owned; otherwise dropped without an unhandled rejection.
   record.catch(() => {});
   return { agentId, record };
+}
+
+/**
+ * The agent record to read in the same round trip as `projectId`'s project (one BatchGetItem with
+ * the session's standing): its remembered placement's, or none when this isolate has not seen the
+ * project yet. Pass the items read to `prefetchedIn`.
+ */
+export function agentToReadWith(deps: Deps, projectId: string): { agentId: string; key: TableKey } | undefined {
+  const agentId = deps.placement.placementOf(projectId);
+  return agentId === undefined ? undefined : { agentId, key: keys.agent(agentId) };
+}
+
+/** The prefetch of `agentToReadWith`'s agent, from the items read with it. */
+export function prefetchedIn(agentId: string, items: ItemsRead): AgentPrefetch {
+  const item = items.get(keys.agent(agentId));
+  return { agentId, record: Promise.resolve(item ? toAgentRecord(item) : null) };
 }
 
 /**

@@ -27,10 +27,22 @@ describe('projects', () => {
     expect((refused as ServiceError).code).toBe('orchestrator_unavailable');
   });
 
-  it('are read with the state their agent reconciles', async () => {
-    const { id } = await createProject(deps, { owner: 'acct_0000000000000002', name: 'read me' });
+  it('are read as recorded when their agent keeps the state, without an internal call; 503 once the agent is stale', async () => {
+    const { id, updated_at } = await createProject(deps, { owner: 'acct_0000000000000002', name: 'read me' });
     const project = (await getProject(deps.db, id))!;
-    const read = await readProject(deps, { project, requestId: 'req_0000000000000001' });
+    expect(project.state_kept).toBe(true);
+    const before = calls.length;
+    expect(await readProject(deps, { project, requestId: 'req_0000000000000001' })).toMatchObject({ id, state: 'stopped', updated_at });
+    expect(calls.length).toBe(before);
+    const later = { ...deps, now: () => Date.now() + deps.settings.SVCD_AGENT_STALE_MS + 60_000 };
+    const refused = await readProject(later, { project, requestId: 'req_0000000000000002' }).catch((e: unknown) => e);
+    expect((refused as ServiceError).code).toBe('orchestrator_unavailable');
+  });
+
+  it('are read with the state their agent reconciles when the record is not marked kept', async () => {
+    const { id } = await createProject(deps, { owner: 'acct_0000000000000002', name: 'read me too' });
+    const { state_kept: _kept, ...project } = (await getProject(deps.db, id))!;
+    const read = await readProject(deps, { project, requestId: 'req_0000000000000003' });
     expect(read).toMatchObject({ id, state: 'running', updated_at: '2026-01-02T00:00:00.000Z' });
     expect(calls.at(-1)).toMatchObject({ agentId, path: `/internal/v1/projects/${id}/reconcile`, body: { recorded: { state: 'stopped' } } });
   });

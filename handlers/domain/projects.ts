@@ -27,6 +27,8 @@ export async function createProject(deps: Deps, input: { owner: string; name: st
     updated_at: at,
     owner: input.owner,
     agent_id: agent.agent_id,
+    // True from the start: nothing of a new tenant exists on its agent (docs/lifecycle.md "Reconciliation").
+    state_kept: true,
   };
   await putProject(db, record);
   return projectView(record);
@@ -38,14 +40,14 @@ export async function listOwnedProjects(deps: Deps, owner: string, query: PageQu
   return { items: page.items.map(projectView), next_cursor: page.next_cursor };
 }
 
-/** The project with its recorded state reconciled against the live process by its agent (contract "GET project"). */
+/** The project with its recorded state reconciled against the live process (contract "GET project"; docs/lifecycle.md "Reconciliation"). */
 export function readProject(deps: Deps, call: LifecycleCall): Promise<Project> {
   return reconciledProject(deps, call);
 }
 
 /**
- * Renames the project and answers it as GET does: the state reconciled by its agent first (503 when
- * the agent is not live, and then nothing is renamed), then the new name and `updated_at` recorded
+ * Renames the project and answers it as GET does: the state reconciled first (503 when the agent is
+ * not live, and then nothing is renamed), then the new name and `updated_at` recorded
  * with a write that holds only while the project is still the caller's (404 once deleted). A name
  * is kept exactly as given, under the rule of creation. Not receipted: receipts record changes to
  * a project's data (docs/api.md "Receipts"), and a name is not data.

@@ -44,8 +44,21 @@ export async function confirmSession(deps: Deps, claims: SessionClaims, extra: r
  * "Authentication" 1: never a hint that it exists).
  */
 export async function ownedProjectOf(deps: Deps, claims: SessionClaims, projectId: string): Promise<ProjectRecord> {
-  const { items } = await confirmSession(deps, claims, [keys.project(projectId)]);
+  return (await ownedProjectWith(deps, claims, projectId)).project;
+}
+
+/**
+ * `ownedProjectOf` with `extra` items read in the same round trip (the project's agent record,
+ * say), answered only once the session stands and the project is the caller's.
+ */
+export async function ownedProjectWith(
+  deps: Deps,
+  claims: SessionClaims,
+  projectId: string,
+  extra: readonly TableKey[] = [],
+): Promise<{ project: ProjectRecord; items: ItemsRead }> {
+  const { items } = await confirmSession(deps, claims, [keys.project(projectId), ...extra]);
   const item = items.get(keys.project(projectId));
   if (!item || item.owner !== claims.accountId) throw errors.notFound(`project ${projectId} not found`);
-  return toRecord(item);
+  return { project: toRecord(item), items };
 }

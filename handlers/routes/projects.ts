@@ -5,7 +5,7 @@
  */
 import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
 import { createProjectRequestSchema, renameProjectRequestSchema } from '../../shared/schemas/projects.ts';
-import { requireOwnedProject, requireProjectForAgent, requireSession } from '../auth.ts';
+import { requireProjectForAgent, requireSession } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { deleteProject } from '../domain/project-delete.ts';
 import { createProject, listOwnedProjects, readProject, renameProject } from '../domain/projects.ts';
@@ -28,9 +28,9 @@ export function register(router: Routes): void {
   });
 
   router.get('/v0/projects/:id', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
+    const owned = await requireProjectForAgent(request, ctx);
     await noInput(request);
-    return json(await readProject(ctx.deps, { project, requestId: ctx.requestId }));
+    return json(await readProject(ctx.deps, { ...owned, requestId: ctx.requestId }));
   });
 
   router.patch('/v0/projects/:id', async (request, ctx) => {

@@ -2,10 +2,12 @@
  * The recorded state of a project and its corrections (docs/lifecycle.md "States"). The agent writes
  * the state to DynamoDB itself, since it knows the truth, with a write conditioned on the state it
  * expects and on being the project's agent; what the engine processes and the disk say wins over
- * what is recorded.
+ * what is recorded. A state it has seen hold is marked kept (`state_kept`, docs/lifecycle.md
+ * "Reconciliation"): the agent answers for it from then on, correcting it whenever an engine exits,
+ * so GET reads it without asking.
  */
 import type { Log } from '../../shared/log.ts';
-import { getProject, setProjectState } from '../../shared/db/projects.ts';
+import { getProject, keepProjectState, setProjectState } from '../../shared/db/projects.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { errors } from '../../shared/errors.ts';
 import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
@@ -77,27 +79,50 @@ export class RecordedStates {
 
   /**
    * Records `next` with a write conditioned on the expected state and on this agent hosting the
-   * project. When the expectation was stale, re-reads once and retries.
+   * project, marked kept: the truth as of now. When the expectation was stale, re-reads once and
+   * retries. `early` is a wakeup's `running` written while its engine boots: not yet true, so
+   * written unmarked even when the record already says `running` (GET asks the agent meanwhile,
+   * which waits for the wakeup), and marked by `keep` once the engine is ready.
    */
-  async record(projectId: string, recorded: RecordedState, next: ProjectState): Promise<Recorded> {
-    if (recorded.state === next) return { answer: { state: recorded.state, updated_at: recorded.updated_at }, changed: false };
+  async record(projectId: string, recorded: RecordedState, next: ProjectState, { early = false } = {}): Promise<Recorded> {
+    if (recorded.state === next && !early) return { answer: { state: recorded.state, updated_at: recorded.updated_at }, changed: false };
     const { db, agentId } = this.#deps;
     const at = nowIso(this.#deps.now());
-    let written = await setProjectState(db, projectId, recorded.state, next, at, { agentId });
+    const options = { agentId, kept: !early };
+    let from = recorded.state;
+    let written = await setProjectState(db, projectId, from, next, at, options);
     if (!written) {
       const current = await this.#hosted(projectId);
-      if (current.state === next) return { answer: { state: current.state, updated_at: current.updated_at }, changed: false };
-      written = await setProjectState(db, projectId, current.state, next, at, { agentId });
+      if (current.state === next && !early) return { answer: { state: current.state, updated_at: current.updated_at }, changed: false };
+      from = current.state;
+      written = await setProjectState(db, projectId, from, next, at, options);
       if (!written) throw errors.conflict('the project state changed concurrently; retry');
     }
-    return { answer: { state: written.state, updated_at: written.updated_at }, changed: true };
+    return { answer: { state: written.state, updated_at: written.updated_at }, changed: written.state !== from };
   }
 
-  /** Re-reads the recorded state and writes the truth when they differ (the caller holds the project's queue). */
+  /**
+   * Marks the record `judged` kept, having seen it hold (docs/lifecycle.md "Reconciliation"); only
+   * that very record, so a write that came meanwhile stays unmarked. Never throws: an unmarked
+   * record is only slower to read (GET asks the agent, which marks it then).
+   */
+  async keep(projectId: string, judged: TenantStateAnswer): Promise<void> {
+    try {
+      await keepProjectState(this.#deps.db, projectId, judged, this.#deps.agentId);
+    } catch (err) {
+      this.#deps.log(`agent: marking the state of ${projectId} kept failed: ${(err as Error).message}; the next GET marks it`);
+    }
+  }
+
+  /**
+   * Re-reads the recorded state and writes the truth when they differ, or marks it kept when it
+   * holds unmarked (the caller holds the project's queue).
+   */
   async correct(projectId: string): Promise<TenantStateAnswer> {
     const current = await this.#hosted(projectId);
     const truth = this.truth(projectId, current.state);
     const { answer, changed } = await this.record(projectId, current, truth);
+    if (truth === current.state && !current.state_kept) await this.keep(projectId, answer);
     // A correction is an operator's event (docs/observability.md "Lifecycle events").
     if (changed) this.#deps.log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`, { level: 'info', event: 'reconcile', project_id: projectId, from: current.state, to: truth });
     const event = eventOfState(truth);
@@ -115,6 +140,8 @@ export class RecordedStates {
       if (truth !== current.state) {
         await this.record(projectId, current, truth);
         log(`agent: ${projectId} was recorded ${current.state}, is ${truth}: corrected`, { level: 'info', event: 'reconcile', project_id: projectId, from: current.state, to: truth });
+      } else if (!current.state_kept) {
+        await this.keep(projectId, current);
       }
     } catch (err) {
       log(`agent: reconciling ${projectId} at start failed: ${(err as Error).message}`);
@@ -126,6 +153,7 @@ export class RecordedStates {
     if (!recording) return;
     const written = await recording.catch(() => null);
     if (!written || written.answer.state !== 'running') return;
+    // Written unmarked, so nobody read it as true meanwhile; the truth now is written kept.
     try {
       await this.record(projectId, written.answer, this.truth(projectId, 'running'));
     } catch (err) {
@@ -136,7 +164,7 @@ export class RecordedStates {
   /** Records `sleeping` for an engine the agent's shutdown stopped (`running` expected). */
   async recordStopped(projectId: string): Promise<void> {
     const { db, agentId, now } = this.#deps;
-    await setProjectState(db, projectId, 'running', 'sleeping', nowIso(now()), { agentId });
+    await setProjectState(db, projectId, 'running', 'sleeping', nowIso(now()), { agentId, kept: true });
   }
 
   /** Announces a transition on the realtime `system` channel; a failure is logged, never thrown. */

@@ -18,7 +18,7 @@ import type { Db } from '../../shared/db/client.ts';
 import { deletionsOf, projectKeyIds, type ProjectDeletion } from '../../shared/db/project-delete.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import type { Snapshot } from '../../shared/db/snapshots.ts';
-import { errors } from '../../shared/errors.ts';
+import { ServiceError, errors } from '../../shared/errors.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
 import type { RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import type { ProjectDeletedAnswer } from '../../shared/schemas/project-delete.ts';
@@ -100,13 +100,7 @@ export class Tenants {
       now,
       log,
       closing: () => this.#queue.closed,
-      onUnexpectedExit: (projectId) => {
-        this.#queue
-          .run(projectId, async () => {
-            if (!this.#engines.get(projectId)) await this.#states.correct(projectId);
-          })
-          .catch((err) => log(`agent: recording the exit of ${projectId} failed: ${(err as Error).message}`));
-      },
+      onUnexpectedExit: (projectId) => this.#recordExit(projectId),
     });
     this.#states = new RecordedStates({
       db: deps.db,
@@ -252,14 +246,15 @@ export class Tenants {
       );
     }
     // The state is written while the engine boots, not after it: the write leaves the critical path.
-    // Until the engine is ready nobody can see the early `running` through the API (GET reconciles
-    // under this project's queue, which this wakeup holds), a failed start writes the truth back,
-    // and a crash in between is corrected by the next start's reconciliation.
+    // Until the engine is ready nobody can see the early `running` through the API: it is written
+    // unmarked, so GET asks this agent, which reconciles under this project's queue, held by this
+    // wakeup (docs/lifecycle.md "Reconciliation"). A failed start writes the truth back, and a crash
+    // in between is corrected by the next start's reconciliation.
     let recording: Promise<Recorded> | null = null;
     let live: Live;
     try {
       live = await engines.start(projectId, () => {
-        recording = this.#states.record(projectId, recorded, 'running');
+        recording = this.#states.record(projectId, recorded, 'running', { early: true });
         recording.catch(() => {});
       });
     } catch (err) {
@@ -275,6 +270,9 @@ export class Tenants {
       throw err;
     }
     this.#states.notify(projectId, 'project.running', { state: 'running' });
+    // Marked kept now that it holds, beside the answer rather than before it: a GET meanwhile asks
+    // this agent, which finds it true.
+    if (recording) void this.#states.keep(projectId, recordedNow.answer);
     return recordedNow.answer;
   }
 
@@ -290,13 +288,35 @@ export class Tenants {
   }
 
   /**
-   * GET project: the recorded state reconciled with the live process (docs/lifecycle.md "States").
-   * The common case (they agree) costs nothing; a correction is written under the project's queue.
+   * GET project of a record not marked kept: the recorded state reconciled with the live process
+   * (docs/lifecycle.md "Reconciliation"). When they agree the record is marked kept, so the next GET
+   * reads it without asking; a correction is written under the project's queue.
    */
   async reconcile(projectId: string, recorded: RecordedState): Promise<TenantStateAnswer> {
     if (this.#queue.closed) throw shuttingDown();
-    if (this.#states.truth(projectId, recorded.state) === recorded.state) return recorded;
+    if (this.#states.truth(projectId, recorded.state) === recorded.state) {
+      await this.#states.keep(projectId, recorded);
+      return recorded;
+    }
     return this.#queue.run(projectId, () => this.#states.correct(projectId));
+  }
+
+  /**
+   * An engine exited without being asked to: its state is recorded at once (the record GET answers,
+   * docs/lifecycle.md "Reconciliation"), and again after a growing pause while DynamoDB refuses, for
+   * as long as the agent runs; a project that is gone or no longer here ends it.
+   */
+  #recordExit(projectId: string, attempt = 0): void {
+    const { log } = this.#deps;
+    this.#queue
+      .run(projectId, async () => {
+        if (!this.#engines.get(projectId)) await this.#states.correct(projectId);
+      })
+      .catch((err: unknown) => {
+        log(`agent: recording the exit of ${projectId} failed: ${(err as Error).message}`);
+        if (this.#queue.closed || (err instanceof ServiceError && err.code !== 'conflict')) return;
+        setTimeout(() => this.#recordExit(projectId, attempt + 1), Math.min(30_000, 250 * 2 ** attempt)).unref();
+      });
   }
 
   /** Head: a live probe of a running engine, or the offline status of a sleeping one. */

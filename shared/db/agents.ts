@@ -16,7 +16,8 @@ export interface AgentRecord {
   heartbeat_at: string;
 }
 
-function toRecord(item: Record<string, any>): AgentRecord {
+/** An agent item as its record (exported for reads batched with other items, e.g. a project's). */
+export function toAgentRecord(item: Record<string, any>): AgentRecord {
   return {
     agent_id: item.agent_id,
     internal_url: item.internal_url,
@@ -65,7 +66,7 @@ export async function heartbeatAgent(db: Db, agentId: string, at: string, pinOk:
 /** Reads one agent, or null. */
 export async function getAgent(db: Db, agentId: string): Promise<AgentRecord | null> {
   const out = await db.doc.send(new GetCommand({ TableName: db.table, Key: keys.agent(agentId) }));
-  return out.Item ? toRecord(out.Item) : null;
+  return out.Item ? toAgentRecord(out.Item) : null;
 }
 
 /** Every registered agent. */
@@ -83,7 +84,7 @@ export async function listAgents(db: Db): Promise<AgentRecord[]> {
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of out.Items ?? []) agents.push(toRecord(item));
+    for (const item of out.Items ?? []) agents.push(toAgentRecord(item));
     start = out.LastEvaluatedKey;
   } while (start);
   return agents;

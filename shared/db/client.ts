@@ -3,18 +3,30 @@
  * The repository modules in this folder are the only code that builds DynamoDB requests (docs/architecture.md "Metadata in DynamoDB").
  */
 import { DynamoDBClient, CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Settings } from '../config.ts';
 import { tableDefinition } from './table.ts';
+import { createWire, fromItem, toItem, type DbTransport, type WireCall } from './wire.ts';
 
 /** What every repository function needs. */
 export interface Db {
   doc: DynamoDBDocumentClient;
   table: string;
+  /** The same table over DynamoDB's JSON protocol directly, for the calls on every request's path (./wire.ts). */
+  wire: WireCall;
+}
+
+/** Options of `createDb`. */
+export interface DbOptions {
+  /** How the wire sends its requests (default fetch; a Node entry passes ./transport-node.ts). */
+  transport?: DbTransport;
 }
 
 /** Builds the DynamoDB client from settings (an endpoint for DynamoDB Local, static credentials when given). */
-export function createDb(settings: Pick<Settings, 'SVCD_DYNAMODB_ENDPOINT' | 'SVCD_DYNAMODB_REGION' | 'SVCD_TABLE' | 'SVCD_AWS_ACCESS_KEY_ID' | 'SVCD_AWS_SECRET_ACCESS_KEY'>): Db {
+export function createDb(
+  settings: Pick<Settings, 'SVCD_DYNAMODB_ENDPOINT' | 'SVCD_DYNAMODB_REGION' | 'SVCD_TABLE' | 'SVCD_AWS_ACCESS_KEY_ID' | 'SVCD_AWS_SECRET_ACCESS_KEY'>,
+  options: DbOptions = {},
+): Db {
   const credentials =
     settings.SVCD_AWS_ACCESS_KEY_ID && settings.SVCD_AWS_SECRET_ACCESS_KEY
       ? { accessKeyId: settings.SVCD_AWS_ACCESS_KEY_ID, secretAccessKey: settings.SVCD_AWS_SECRET_ACCESS_KEY }
@@ -28,7 +40,13 @@ export function createDb(settings: Pick<Settings, 'SVCD_DYNAMODB_ENDPOINT' | 'SV
   const doc = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
-  return { doc, table: settings.SVCD_TABLE };
+  const wire = createWire(client, {
+    region: settings.SVCD_DYNAMODB_REGION,
+    endpoint: settings.SVCD_DYNAMODB_ENDPOINT,
+    maxAttempts: 3,
+    ...(options.transport ? { transport: options.transport } : {}),
+  });
+  return { doc, table: settings.SVCD_TABLE, wire };
 }
 
 /** Creates the table and its index when absent and waits until it is active. */
@@ -80,17 +98,21 @@ const itemId = (k: { pk: unknown; sk: unknown }) => `${String(k.pk)}\u0000${Stri
 /**
  * Reads up to 100 items in one strongly consistent round trip (BatchGetItem), so checks that need
  * several items (a session and the project it acts on) cost one read. Repeated keys are asked once;
- * keys DynamoDB leaves unprocessed (throttling) are asked again after a short growing pause.
+ * keys DynamoDB leaves unprocessed (throttling) are asked again after a short growing pause. Sent
+ * over the wire (./wire.ts): every authenticated request makes this read.
  */
 export async function batchGetItems(db: Db, wanted: readonly TableKey[]): Promise<ItemsRead> {
   const found = new Map<string, Record<string, any>>();
-  let pending: Record<string, unknown>[] = [...new Map(wanted.map((k) => [itemId(k), { pk: k.pk, sk: k.sk }])).values()];
+  let pending: Record<string, unknown>[] = [...new Map(wanted.map((k) => [itemId(k), toItem({ pk: k.pk, sk: k.sk })])).values()];
   if (pending.length > 100) throw new Error('a batched read takes at most 100 keys');
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(200, 10 * 2 ** attempt)));
     if (attempt >= 8) throw new Error('DynamoDB left keys of a batched read unprocessed 8 times');
-    const out = await db.doc.send(new BatchGetCommand({ RequestItems: { [db.table]: { Keys: pending, ConsistentRead: true } } }));
-    for (const item of out.Responses?.[db.table] ?? []) found.set(itemId(item as TableKey), item);
+    const out = await db.wire('BatchGetItem', { RequestItems: { [db.table]: { Keys: pending, ConsistentRead: true } } });
+    for (const raw of out.Responses?.[db.table] ?? []) {
+      const item = fromItem(raw);
+      found.set(itemId(item as TableKey), item);
+    }
     pending = out.UnprocessedKeys?.[db.table]?.Keys ?? [];
   }
   return { get: (key) => found.get(itemId(key)) };

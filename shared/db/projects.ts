@@ -19,6 +19,13 @@ export interface ProjectRecord {
   updated_at: string;
   owner: string;
   agent_id: string;
+  /**
+   * Set by the hosting agent when it recorded this state as the truth it keeps (docs/lifecycle.md
+   * "Reconciliation"): GET answers such a record without asking the agent. Absent when anything
+   * else wrote the state, or the agent wrote one it has not yet seen hold (a wakeup's early
+   * `running`).
+   */
+  state_kept?: boolean;
 }
 
 /** The public view of a project (contract "Project"). */
@@ -43,6 +50,7 @@ export function toRecord(item: Record<string, any>): ProjectRecord {
     updated_at: item.updated_at,
     owner: item.owner,
     agent_id: item.agent_id,
+    ...(item.state_kept === true ? { state_kept: true } : {}),
   };
 }
 
@@ -149,7 +157,8 @@ export async function listProjects(db: Db, accountId: string, limit: number, cur
 /**
  * Records a new state, guarded by the state it is expected to replace (docs/architecture.md
  * "Metadata in DynamoDB"). Answers the updated record, or null when the recorded state was no
- * longer `expected`.
+ * longer `expected`. The record is marked `state_kept` only when its agent writes it with `kept`
+ * (docs/lifecycle.md "Reconciliation"); every other state write removes the mark.
  */
 export async function setProjectState(
   db: Db,
@@ -157,26 +166,58 @@ export async function setProjectState(
   expected: ProjectState,
   next: ProjectState,
   at: string,
-  options: { agentId?: string } = {},
+  options: { agentId?: string; kept?: boolean } = {},
 ): Promise<ProjectRecord | null> {
   // `agentId`: the writer is the agent hosting the tenant (docs/lifecycle.md); any other agent's
   // write is refused the same way as a stale expected state.
   const byAgent = options.agentId !== undefined;
+  const kept = byAgent && options.kept === true;
   try {
     const out = await db.doc.send(
       new UpdateCommand({
         TableName: db.table,
         Key: keys.project(projectId),
-        UpdateExpression: 'SET #state = :next, updated_at = :at',
+        UpdateExpression: `SET #state = :next, updated_at = :at${kept ? ', state_kept = :kept' : ' REMOVE state_kept'}`,
         ConditionExpression: `attribute_exists(pk) AND #state = :expected${byAgent ? ' AND agent_id = :agent' : ''}`,
         ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':next': next, ':expected': expected, ':at': at, ...(byAgent ? { ':agent': options.agentId } : {}) },
+        ExpressionAttributeValues: {
+          ':next': next,
+          ':expected': expected,
+          ':at': at,
+          ...(byAgent ? { ':agent': options.agentId } : {}),
+          ...(kept ? { ':kept': true } : {}),
+        },
         ReturnValues: 'ALL_NEW',
       }),
     );
     return out.Attributes ? toRecord(out.Attributes) : null;
   } catch (err) {
     if (isConditionFailure(err)) return null;
+    throw err;
+  }
+}
+
+/**
+ * Marks a recorded state `state_kept` (docs/lifecycle.md "Reconciliation") once the hosting agent has
+ * seen it hold: only the very record it judged (same state, same `updated_at`) and only when it
+ * hosts the project, so a later write is never marked by an earlier judgement. Answers whether the
+ * mark was written.
+ */
+export async function keepProjectState(db: Db, projectId: string, judged: { state: ProjectState; updated_at: string }, agentId: string): Promise<boolean> {
+  try {
+    await db.doc.send(
+      new UpdateCommand({
+        TableName: db.table,
+        Key: keys.project(projectId),
+        UpdateExpression: 'SET state_kept = :kept',
+        ConditionExpression: 'attribute_exists(pk) AND #state = :state AND updated_at = :at AND agent_id = :agent',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':kept': true, ':state': judged.state, ':at': judged.updated_at, ':agent': agentId },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Request and answer helpers both HTTP sides use (the handlers and the host agent's internal API):
- * JSON answers, bounded JSON bodies, validated path parameters. Web-standard only.
+ * JSON answers, bounded JSON bodies, validated path and query parameters. Web-standard only.
  */
 import type { z } from 'zod';
 import { errors } from '../errors.ts';
@@ -8,11 +8,15 @@ import { fieldName, parseOr400 } from '../validation.ts';
 
 /** A JSON response. */
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
+  const bytes = encoder.encode(JSON.stringify(body));
+  // Declared, so a Node listener writes it in one piece (shared/http/node-http.ts `writeWebResponse`).
+  return new Response(bytes, {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.byteLength), ...headers },
   });
 }
+
+const encoder = new TextEncoder();
 
 /**
  * Reads a request body of at most `maxBytes` without ever holding more: refused by
@@ -88,4 +92,26 @@ export function pathParam<S extends z.ZodType>(raw: string | undefined, name: st
 /** Any query parameter is 400 on a route that takes a JSON body and no query (docs/api.md "Decisions"). */
 function refuseQuery(url: URL): void {
   for (const name of url.searchParams.keys()) throw errors.invalid(`${fieldName(name)}: is not a known query parameter`);
+}
+
+/**
+ * Parses the query string with `schema`, an object schema naming every parameter the route knows
+ * (docs/api.md "Decisions"): any other parameter is 400, and so is one given twice unless it is
+ * `repeatable` (its values then always arrive as an array).
+ */
+export function queryOf<S extends z.ZodObject>(
+  url: URL,
+  schema: S,
+  { repeatable = [] }: { repeatable?: readonly string[] } = {},
+): z.output<S> {
+  const known = Object.keys(schema.shape);
+  const raw: Record<string, string | string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    if (!known.includes(name)) throw errors.invalid(`${fieldName(name)}: is not a known query parameter`);
+    const prev = raw[name];
+    if (repeatable.includes(name)) raw[name] = Array.isArray(prev) ? [...prev, value] : [value];
+    else if (prev !== undefined) throw errors.invalid(`${fieldName(name)}: must be given once`);
+    else raw[name] = value;
+  }
+  return parseOr400(schema, raw, 'query');
 }

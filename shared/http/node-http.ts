@@ -302,8 +302,18 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: 
   } as RequestInit);
 }
 
+/**
+ * A body declared at most this long (a JSON answer, an error) is read whole and written in one
+ * piece once the request has been read: converting it to a Node stream and piping it costs more
+ * than the body itself. Not before: an answer given while the request's body is still arriving
+ * ends only once that body has been drained (shared/http/linger.ts), and must stream.
+ */
+const WHOLE_BODY_MAX = 64 * 1024;
+
 /** Writes a web Response to a Node response, streaming its body. */
 export async function writeWebResponse(response: Response, res: ServerResponse, req?: IncomingMessage): Promise<void> {
+  const declared = response.body && req?.complete ? response.headers.get('content-length') : null;
+  const whole = declared !== null && /^\d{1,5}$/.test(declared) && Number(declared) <= WHOLE_BODY_MAX ? new Uint8Array(await response.arrayBuffer()) : null;
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name === 'set-cookie') return;
@@ -313,6 +323,10 @@ export async function writeWebResponse(response: Response, res: ServerResponse, 
   if (cookies.length) headers['set-cookie'] = cookies;
   if (req) closeAfterAnswer(req, res);
   res.writeHead(response.status, headers);
+  if (whole) {
+    res.end(whole);
+    return;
+  }
   if (!response.body) {
     res.end();
     return;

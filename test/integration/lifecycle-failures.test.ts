@@ -12,7 +12,7 @@ import { freePort } from '../../infra/local/dynamodb.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { tempDir } from '../helpers/env.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
-import { ENGINE, call, createProject, fakeEngine, pidAlive, sleep, wake } from '../helpers/lifecycle.ts';
+import { ENGINE, call, createProject, fakeEngine, pidAlive, sleep, wake, waitFor } from '../helpers/lifecycle.ts';
 
 const bins = tempDir('svc-fake-engine-');
 
@@ -115,6 +115,24 @@ describe('serialisation', () => {
     expect(slowResult.status).toBe(502);
     expect(quickAt).toBeLessThan(slowResult.at);
     expect(quickAt).toBeLessThan(1300);
+  });
+
+  it('a GET during a wakeup never answers the early running of an engine that does not get ready', async () => {
+    const id = await initialized();
+    setMode(id, 'hang');
+    const wakeup = call(svc, 'POST', `/v0/projects/${id}/wakeup`, token);
+    // The early `running` is written while the engine boots, unmarked: not a state the agent keeps yet.
+    const early = await waitFor(async () => {
+      const p = await getProject(svc.db, id);
+      return p?.state === 'running' ? p : null;
+    }, 1400);
+    expect(early).toMatchObject({ state: 'running' });
+    expect(early!.state_kept).toBeUndefined();
+    // So GET asks the agent, which answers once the wakeup is over: never `running`.
+    const got = await call(svc, 'GET', `/v0/projects/${id}`, token);
+    expect(got.body.state).toBe('sleeping');
+    expect((await wakeup).status).toBe(502);
+    expect(await getProject(svc.db, id)).toMatchObject({ state: 'sleeping', state_kept: true });
   });
 
   it('a second operation on the same project waits for the first', async () => {

@@ -102,7 +102,7 @@ describe('project states', () => {
     expect(read.body.results[0].rows).toEqual([['kept']]);
   });
 
-  it('GET reconciles an engine killed behind the agent’s back to sleeping, and writes it back', async () => {
+  it('an engine killed behind the agent’s back is recorded sleeping by the agent at once, and GET answers it', async () => {
     const id = await createProject(svc, token);
     await wake(svc, token, id);
     const key = (await call(svc, 'POST', `/v0/projects/${id}/keys`, token, {})).body.key as string;
@@ -122,9 +122,11 @@ describe('project states', () => {
     expect(after.status).toBe(409);
     expect(((await after.json()) as any).error.code).toBe('tenant_not_running');
     expect(Date.now() - started).toBeLessThan(1000);
+    // No GET needed: the agent keeps the record true itself (docs/lifecycle.md "Reconciliation").
+    const recorded = await waitFor(async () => ((await getProject(svc.db, id))!.state === 'sleeping' ? getProject(svc.db, id) : null), 2000);
+    expect(recorded).toMatchObject({ state: 'sleeping', state_kept: true });
     const got = await call(svc, 'GET', `/v0/projects/${id}`, token);
     expect(got.body.state).toBe('sleeping');
-    expect((await getProject(svc.db, id))!.state).toBe('sleeping');
     // And the engine can be woken again over its (intact) data directory.
     await wake(svc, token, id);
   });
@@ -133,9 +135,38 @@ describe('project states', () => {
     const id = await createProject(svc, token);
     const before = (await getProject(svc.db, id))!;
     const { setProjectState } = await import('../../shared/db/projects.ts');
+    // Written behind the agent's back: unmarked, so GET asks the agent, which writes the truth kept.
     await setProjectState(svc.db, id, 'stopped', 'running', before.updated_at);
+    expect((await getProject(svc.db, id))!.state_kept).toBeUndefined();
     expect((await call(svc, 'GET', `/v0/projects/${id}`, token)).body.state).toBe('stopped');
-    expect((await getProject(svc.db, id))!.state).toBe('stopped');
+    expect(await getProject(svc.db, id)).toMatchObject({ state: 'stopped', state_kept: true });
+  });
+
+  it('GET answers a record its agent keeps without asking the agent; an unmarked one is asked once and marked', async () => {
+    const id = await createProject(svc, token);
+    await wake(svc, token, id);
+    const tenantsNow = tenants();
+    const original = tenantsNow.reconcile.bind(tenantsNow);
+    let asked = 0;
+    tenantsNow.reconcile = (projectId, recorded) => {
+      asked++;
+      return original(projectId, recorded);
+    };
+    try {
+      // The wakeup marks its running state kept beside its answer.
+      await waitFor(async () => (await getProject(svc.db, id))!.state_kept === true, 2000);
+      for (let i = 0; i < 3; i++) expect((await call(svc, 'GET', `/v0/projects/${id}`, token)).body.state).toBe('running');
+      expect(asked).toBe(0);
+      // A record without the mark (an older one, or written by anything but its agent) is reconciled once.
+      const { keys } = await import('../../shared/db/table.ts');
+      const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+      await svc.db.doc.send(new UpdateCommand({ TableName: svc.db.table, Key: keys.project(id), UpdateExpression: 'REMOVE state_kept' }));
+      for (let i = 0; i < 3; i++) expect((await call(svc, 'GET', `/v0/projects/${id}`, token)).body.state).toBe('running');
+      expect(asked).toBe(1);
+      expect((await getProject(svc.db, id))!.state_kept).toBe(true);
+    } finally {
+      tenantsNow.reconcile = original;
+    }
   });
 
   it('the data plane answers 409 tenant_not_running promptly for a sleeping project and never wakes it', async () => {

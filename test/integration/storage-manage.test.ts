@@ -179,7 +179,11 @@ describe.each(['fs', 's3'] as const)('managing storage on the %s backend', (back
       let forgets = 0;
       let dead = false;
       const faulty: Db = {
-        table: deps.db.table,
+        ...deps.db,
+        wire: async (operation, input) => {
+          if (dead) throw new Error('injected: the handler is gone');
+          return deps.db.wire(operation, input);
+        },
         doc: new Proxy(deps.db.doc, {
           get(target, prop, receiver) {
             if (prop !== 'send') return Reflect.get(target, prop, receiver);

@@ -628,7 +628,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const logs: string[] = [];
       const deps = buildDeps(svc.env, (l) => logs.push(l));
       const faulty: Db = {
-        table: deps.db.table,
+        ...deps.db,
         doc: new Proxy(deps.db.doc, {
           get(target, prop, receiver) {
             if (prop !== 'send') return Reflect.get(target, prop, receiver);
@@ -708,7 +708,7 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const db: Db = !fault
         ? deps.db
         : {
-            table: deps.db.table,
+            ...deps.db,
             doc: new Proxy(deps.db.doc, {
               get(target, prop, receiver) {
                 if (prop !== 'send') return Reflect.get(target, prop, receiver);
