@@ -67,6 +67,10 @@ describe('the Node entry', () => {
     const css = await fetch(`${url}/console/${style}`);
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
     await css.text();
+    // Like every route, the files refuse a query parameter they do not know (docs/console.md).
+    const queried = await fetch(`${url}/console/${script}?v=1`);
+    expect(queried.status).toBe(400);
+    expect(((await queried.json()) as { error: { message: string } }).error.message).toMatch(/^v: /);
   });
 
   it('answers an unknown console file with the 404 envelope', async () => {
