@@ -19,6 +19,9 @@ import type {
   UploadTicketInput,
 } from './types.ts';
 
+/** True in a browser page or worker (not in Node, Deno or Bun, whose fetch streams request bodies over HTTP/1.1). */
+const IN_BROWSER = typeof (globalThis as { XMLHttpRequest?: unknown }).XMLHttpRequest === 'function' && typeof (globalThis as { process?: unknown }).process === 'undefined';
+
 /** What `upload` sends: bytes, text, a Blob (a file: `fs.openAsBlob` in Node) or a stream of bytes. */
 export type UploadBody = ReadableStream<Uint8Array> | Blob | ArrayBuffer | Uint8Array | string;
 
@@ -137,6 +140,18 @@ export class StorageClient {
     if (options.ifMatch) headers['if-match'] = quote(options.ifMatch);
     if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
     let payload: Blob | ReadableStream<Uint8Array> = sent;
+    if (sent instanceof Blob && IN_BROWSER) {
+      // A browser sends a streamed body only over HTTP/2 (WHATWG Fetch "duplex") and fetch reports no
+      // upload progress: the Blob goes as it is, and progress is reported at its start and its end
+      // (docs/sdk.md "Storage"; the console uses XMLHttpRequest for a live bar).
+      onProgress?.({ loaded: 0, total });
+      const row = await this.#t.json<ObjectRow>(
+        { method: 'PUT', path: objectPath(this.#project, bucket, key), body: sent, headers, auth: 'session', streaming: true },
+        options,
+      );
+      onProgress?.({ loaded: sent.size, total });
+      return row;
+    }
     if (onProgress || sent instanceof ReadableStream) {
       const stream = sent instanceof Blob ? sent.stream() : sent;
       payload = onProgress ? stream.pipeThrough(counter(total, onProgress)) : stream;
