@@ -77,7 +77,10 @@ export interface InvocationInput {
   /** What follows `/invoke` in the path (raw, possibly empty), and the query with its `?`. */
   path: string;
   origin: string;
-  /** The length the client declared, or null. */
+  /**
+   * The length the client declared (the handlers' `x-svc-fn-length`), else the length the hop from
+   * the handlers declared for the same bytes, or null (the body streams without one).
+   */
   length: number | null;
   requestId: string;
 }
@@ -350,12 +353,13 @@ export class FunctionRuntime {
     let reusable = false;
     try {
       const headers = upstreamRequestHeaders(req, DROPPED_HEADERS);
-      if (input.length !== null) headers.push('content-length', String(input.length));
       // A HEAD reaches the worker as a marked GET (FUNCTION_HEADERS.method), whether it came as one or so.
       const head = req.method === 'HEAD' || (req.method === 'GET' && req.headers[FUNCTION_HEADERS.method] === 'HEAD');
       const method = head ? 'GET' : (req.method ?? 'GET');
       if (head) headers.push(FUNCTION_HEADERS.method, 'HEAD');
       const hasBody = method !== 'GET';
+      // The one Content-Length of the worker's request (RFC 9110 §8.6), for the body it is sent with.
+      if (hasBody && input.length !== null) headers.push('content-length', String(input.length));
       await forward(lease.client, req, res, { method, path: input.path, headers, body: hasBody ? req : null });
       // Ended, not cut short (a destroyed answer means the worker or the client went away).
       reusable = !timedOut && res.writableEnded && worker.alive() && worker.connected(lease.client);
@@ -468,8 +472,14 @@ export class FunctionRuntime {
   }
 }
 
-/** Client headers never handed to a function: its credential and the service's own internal headers. */
-const DROPPED_HEADERS: ReadonlySet<string> = new Set(['authorization', ...Object.values(FUNCTION_HEADERS)]);
+/**
+ * Headers of the agent's request never copied to the worker's: the client's credential, the
+ * service's own internal headers, and the `Content-Length` of the hop from the handlers, which
+ * frames that hop only (a fixed-length body crosses it with one, an empty POST with 0); the
+ * worker's request is given the client's declared length instead (InvocationInput.length), once:
+ * two `Content-Length` fields make undici refuse the request before it is sent (RFC 9110 §8.6).
+ */
+const DROPPED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'content-length', ...Object.values(FUNCTION_HEADERS)]);
 
 /** 429 `function_busy` with `Retry-After`. */
 function busy(message: string): ServiceError {

@@ -9,7 +9,8 @@
  *   POST   /internal/v1/projects/{id}/function-secrets/changed     → 200 {changed: true}
  *   any    /internal/v1/projects/{id}/functions/{name}/invoke[/{rest}][?query]
  *          x-svc-fn-origin, x-svc-fn-key (a project key to verify) or none (the handlers checked the
- *          owner's session), x-svc-fn-length → the function's answer, streamed
+ *          owner's session), x-svc-fn-length (the client's Content-Length, which the worker's
+ *          request carries in place of this hop's own) → the function's answer, streamed
  *
  * Invoke is not served by the fetch-style internal API: it is put in front of it on the raw Node
  * server (`attachInvokeStream`) and forwards the request's own stream to the worker with
@@ -184,7 +185,7 @@ function expiryOf(token: string): number | null {
 
 async function invoke(req: IncomingMessage, res: ServerResponse, match: RegExpExecArray, requestId: string, ctx: AgentContext): Promise<void> {
   const headers = new Headers();
-  for (const name of ['authorization', FUNCTION_HEADERS.key, FUNCTION_HEADERS.origin, FUNCTION_HEADERS.length]) {
+  for (const name of ['authorization', FUNCTION_HEADERS.key, FUNCTION_HEADERS.origin, FUNCTION_HEADERS.length, 'content-length']) {
     const value = req.headers[name];
     if (typeof value === 'string') headers.set(name, value);
   }
@@ -205,7 +206,9 @@ async function invoke(req: IncomingMessage, res: ServerResponse, match: RegExpEx
     name,
     path: path === '' || path.startsWith('?') ? `/${path}` : path,
     origin,
-    length: intHeader(headers, FUNCTION_HEADERS.length),
+    // The client's declared length; without it, the hop's own (workerd declares the length of a
+    // body it knows; Node's fetch sends a POST without a body with 0).
+    length: intHeader(headers, FUNCTION_HEADERS.length) ?? intHeader(headers, 'content-length'),
     requestId,
   });
 }

@@ -6,6 +6,7 @@
  * both ways through workerd; and the agent killed under an invocation: the invocation is lost, never
  * replayed, its workers die with the agent, and the function survives the restart.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { tempDir, uniqueTable } from '../helpers/env.ts';
@@ -52,6 +53,18 @@ beforeAll(async () => {
   key = (await ok('POST', `/v0/projects/${project}/keys`, {}, 201)).key;
 });
 
+/** Sends `request` as written on a connection of its own to the stack and answers all it gets back. */
+function rawExchange(request: string): Promise<string> {
+  const { hostname, port } = new URL(stack.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+  });
+}
+
 afterAll(async () => {
   await stack?.stop();
   dir?.cleanup();
@@ -85,6 +98,31 @@ describe('functions over HTTP through the local stack', () => {
     const denied = await fns.invoke(null, project, 'echo');
     expect(denied.status).toBe(401);
     expect(await checkedJson(stack.url, 'GET', `/v0/projects/${project}/functions/echo/invoke`, denied)).toMatchObject({ error: { code: 'authentication_required' } });
+  });
+
+  it('hands the function a body sent with its Content-Length and an empty POST, with the path remainder and query', async () => {
+    await fns.deployed(token, project, 'lengths', MODULES.echo);
+    type Seen = { method: string; url: string; path: string; query: string; body: string; length: number; headers: Record<string, string> };
+    const url = (rest: string) => `${stack.url}/v0/projects/${project}/functions/lengths/invoke${rest}`;
+    for (const auth of [token, key]) {
+      // A string body: fetch declares its length (the hop through workerd then declares it too).
+      const post = await fetch(url('/a/b?x=1'), { method: 'POST', headers: { authorization: `Bearer ${auth}` }, body: 'hello world' });
+      expect(post.status).toBe(201);
+      const seen = (await post.json()) as Seen;
+      expect(seen).toMatchObject({ method: 'POST', url: `${ORIGIN}/a/b?x=1`, path: '/a/b', query: '?x=1', body: 'hello world', length: 11 });
+      expect(seen.headers['content-length']).toBe('11');
+
+      // No body: fetch declares 0.
+      const empty = await fetch(url(''), { method: 'POST', headers: { authorization: `Bearer ${auth}` } });
+      expect(empty.status).toBe(201);
+      expect(await empty.json()).toMatchObject({ method: 'POST', url: `${ORIGIN}/`, path: '/', query: '', body: '', length: 0 });
+    }
+    // No body and no length at all, as `curl -X POST` sends it.
+    const raw = await rawExchange(
+      `POST /v0/projects/${project}/functions/lengths/invoke/c?d=e HTTP/1.1\r\nhost: ${new URL(stack.url).host}\r\nauthorization: Bearer ${token}\r\nconnection: close\r\n\r\n`,
+    );
+    expect(raw.split('\r\n')[0]).toBe('HTTP/1.1 201 Created');
+    expect(JSON.parse(raw.slice(raw.indexOf('{'), raw.lastIndexOf('}') + 1))).toMatchObject({ method: 'POST', url: `${ORIGIN}/c?d=e`, body: '', length: 0 });
   });
 
   it('streams 20 MiB through the function and back', async () => {

@@ -22,16 +22,20 @@ export function httpSend(base: string): Send {
 
 /** Modules the suites deploy, by what they do. */
 export const MODULES = {
-  /** Answers 201 with what it received (method, path, query, origin, headers, body) and the three service variables. */
+  /**
+   * Answers 201 with what it received (method, URL and its path, query and origin, headers, body and
+   * its length in bytes) and the three service variables.
+   */
   echo: `
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
-    const body = await request.text();
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    const body = new TextDecoder().decode(bytes);
     const pick = (e) => ({ PROJECT_ID: e.PROJECT_ID, FUNCTION_NAME: e.FUNCTION_NAME, CLOUD_ORIGIN: e.CLOUD_ORIGIN });
     return Response.json({
-      method: request.method, path: url.pathname, query: url.search, origin: url.origin,
-      headers: Object.fromEntries(request.headers), body, env: pick(env), processEnv: pick(process.env),
+      method: request.method, url: request.url, path: url.pathname, query: url.search, origin: url.origin,
+      headers: Object.fromEntries(request.headers), body, length: bytes.byteLength, env: pick(env), processEnv: pick(process.env),
     }, { status: 201, headers: { 'x-fn': 'yes', 'set-cookie': 'a=1' } });
   },
 };`,

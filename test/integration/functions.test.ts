@@ -8,6 +8,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDeps } from '../../handlers/deps.ts';
+import { createApp } from '../../handlers/index.ts';
+import { createAgentClient } from '../../shared/agent-client.ts';
 import { putSecret } from '../../shared/db/secrets.ts';
 import { parseKeyRing, sealSecret } from '../../shared/secrets-crypto.ts';
 import { errorOf, FunctionsClient, MODULES } from '../helpers/functions.ts';
@@ -76,6 +79,23 @@ function lazyStream(total: number): ReadableStream<Uint8Array> {
       c.enqueue(new Uint8Array(n).fill(98));
     },
   });
+}
+
+/**
+ * A client over a second app whose hop to the agent is framed as workerd frames it (docs/functions.md
+ * "Inside the host agent"): a relayed body of declared length goes with its own `Content-Length`, as
+ * an empty POST does with 0. Node's fetch, the hop of `fns`, streams a relayed body without a length.
+ */
+function fixedLengthHopClient(): FunctionsClient {
+  const hop: typeof fetch = async (input, init = {}) => {
+    const declared = (init.headers as Record<string, string> | undefined)?.['x-svc-fn-length'];
+    if (declared === undefined || !(init.body instanceof ReadableStream)) return fetch(input, init);
+    const bytes = new Uint8Array(await new Response(init.body).arrayBuffer());
+    const { duplex: _, ...rest } = init as RequestInit & { duplex?: string };
+    return fetch(input, { ...rest, body: bytes });
+  };
+  const app = createApp({ ...buildDeps(svc.env, () => {}), agents: createAgentClient(svc.env.SVCD_INTERNAL_SECRET!, hop) });
+  return new FunctionsClient((r) => app.fetch(r));
 }
 
 async function drain(body: ReadableStream<Uint8Array> | null): Promise<number> {
@@ -206,6 +226,42 @@ describe('invoke', () => {
     const expected = { PROJECT_ID: project, FUNCTION_NAME: 'echo', CLOUD_ORIGIN: 'http://svc.test' };
     expect(seen.env).toEqual(expected);
     expect(seen.processEnv).toEqual(expected);
+  });
+
+  it('hands the function a body of declared length, an empty POST and a PUT exactly, however the hop to the agent is framed', async () => {
+    const fixedHop = fixedLengthHopClient();
+    type Seen = { method: string; url: string; path: string; query: string; body: string; length: number; headers: Record<string, string> };
+    const putBody = `${'é'.repeat(1000)}${'x'.repeat(70_000)}`;
+    const putBytes = Buffer.byteLength(putBody);
+    for (const [hop, client] of [['streamed hop', fns], ['fixed-length hop', fixedHop]] as const) {
+      for (const auth of [token, key]) {
+        const post = await client.invoke(auth, project, 'echo', '/a/b?x=1', { method: 'POST', headers: { 'content-length': '11' }, body: 'hello world' });
+        expect(post.status, `${hop}: POST`).toBe(201);
+        const posted = (await post.json()) as Seen;
+        expect(posted, hop).toMatchObject({ method: 'POST', url: 'http://svc.test/a/b?x=1', path: '/a/b', query: '?x=1', body: 'hello world', length: 11 });
+        expect(posted.headers['content-length'], hop).toBe('11');
+
+        // A POST without a body: declared 0, or with no length at all (as curl -X POST sends it).
+        for (const headers of [{ 'content-length': '0' }, {}] as Record<string, string>[]) {
+          const empty = await client.invoke(auth, project, 'echo', '', { method: 'POST', headers });
+          expect(empty.status, `${hop}: empty POST ${JSON.stringify(headers)}`).toBe(201);
+          const seen = (await empty.json()) as Seen;
+          expect(seen, hop).toMatchObject({ method: 'POST', url: 'http://svc.test/', path: '/', query: '', body: '', length: 0 });
+          expect(seen.headers['content-length'] ?? '0', hop).toBe('0');
+        }
+
+        const put = await client.invoke(auth, project, 'echo', '/items/7/?v=2&w=%20', { method: 'PUT', headers: { 'content-length': String(putBytes) }, body: putBody });
+        expect(put.status, `${hop}: PUT`).toBe(201);
+        const putSeen = (await put.json()) as Seen;
+        expect(putSeen, hop).toMatchObject({ method: 'PUT', url: 'http://svc.test/items/7/?v=2&w=%20', path: '/items/7/', query: '?v=2&w=%20', length: putBytes });
+        expect(putSeen.body === putBody, hop).toBe(true);
+        expect(putSeen.headers['content-length'], hop).toBe(String(putBytes));
+
+        // The worker's connections stayed usable.
+        const get = await client.invoke(auth, project, 'echo', '/c?d=e');
+        expect(((await get.json()) as Seen), hop).toMatchObject({ method: 'GET', url: 'http://svc.test/c?d=e', length: 0 });
+      }
+    }
   });
 
   it('takes a project key of the project, with every method', async () => {
