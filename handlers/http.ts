@@ -7,10 +7,10 @@ import type { Page } from '../shared/db/pagination.ts';
 import { errors } from '../shared/errors.ts';
 import type { Ctx } from './context.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './domain/pages.ts';
-import { fieldName, parseOr400 } from '../shared/validation.ts';
+import { queryOf } from '../shared/http/body.ts';
 
 /** The helpers both HTTP sides share (shared/http/body.ts), re-exported for the routes. */
-export { json, pathParam, readBounded, readJson } from '../shared/http/body.ts';
+export { json, pathParam, queryOf, readBounded, readJson } from '../shared/http/body.ts';
 
 /**
  * Refuses a request body on a route that takes none (docs/api.md "Decisions"): a declared length
@@ -49,28 +49,6 @@ export async function noInput(request: Request): Promise<void> {
 }
 
 const NO_QUERY = z.strictObject({});
-
-/**
- * Parses the query string with `schema`, an object schema naming every parameter the route knows
- * (docs/api.md "Decisions"): any other parameter is 400, and so is one given twice unless it is
- * `repeatable` (its values then always arrive as an array).
- */
-export function queryOf<S extends z.ZodObject>(
-  url: URL,
-  schema: S,
-  { repeatable = [] }: { repeatable?: readonly string[] } = {},
-): z.output<S> {
-  const known = Object.keys(schema.shape);
-  const raw: Record<string, string | string[]> = {};
-  for (const [name, value] of url.searchParams) {
-    if (!known.includes(name)) throw errors.invalid(`${fieldName(name)}: is not a known query parameter`);
-    const prev = raw[name];
-    if (repeatable.includes(name)) raw[name] = Array.isArray(prev) ? [...prev, value] : [value];
-    else if (prev !== undefined) throw errors.invalid(`${fieldName(name)}: must be given once`);
-    else raw[name] = value;
-  }
-  return parseOr400(schema, raw, 'query');
-}
 
 /** One page of a list as answered: `pageOf` (handlers/domain/pages.ts) over the request's deps. */
 export function listPage<T>(

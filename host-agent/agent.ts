@@ -22,6 +22,7 @@ import { Peers } from './dataplane/peers.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { startDataplane } from './dataplane/server.ts';
 import { FrontReturn } from './dataplane/handed.ts';
+import { publicRealtime } from './realtime/public.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
@@ -84,6 +85,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     queue: settings.SVCD_REALTIME_QUEUE,
     heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
     framing: 'http-chunked',
+    coalesceMs: settings.SVCD_REALTIME_COALESCE_MS,
     log,
   });
   // Project functions (docs/functions.md); their module bytes go to the deployment's blob store.
@@ -156,6 +158,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
   // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
   const frontReturn = new FrontReturn(log);
+  const cors = parseCorsOrigins(settings.SVCD_CORS_ORIGINS);
+  const servePublicRealtime = publicRealtime({ ctx, keys: ctx.keyCache, cors, log });
   const dataplane = await startDataplane({
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_DATAPLANE_PORT,
@@ -165,9 +169,13 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     log,
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
-    cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS),
-    // What a connection handed over by the local front carries besides /v2 goes back to the front.
-    handed: (req, res, expectsContinue, origin) => frontReturn.send(req, res, expectsContinue, origin),
+    cors,
+    // A connection handed over by the local front: realtime subscribe and publish are served here
+    // (docs/realtime.md "Through the base URL, locally"), the rest goes back to the front.
+    handed: (req, res, expectsContinue, origin) => {
+      const back = () => frontReturn.send(req, res, expectsContinue, origin);
+      if (!servePublicRealtime(req, res, expectsContinue, back)) back();
+    },
     // One line and the metrics per /v2 request (docs/observability.md).
     observe: (r) => {
       ctx.metrics.dataplane(r.status, r.seconds, r.bytesIn, r.bytesOut);

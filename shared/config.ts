@@ -92,6 +92,7 @@ export const settingsSchema = z.object({
   SVCD_REALTIME_MAX_SUBSCRIBERS: int(1, 1_000_000).default(10000),
   SVCD_REALTIME_QUEUE: int(1, 1_000_000).default(1024),
   SVCD_REALTIME_HEARTBEAT_MS: int(0, 3_600_000).default(15_000),
+  SVCD_REALTIME_COALESCE_MS: int(0, 1_000).default(20),
   // Functions (docs/functions.md "Settings").
   SVCD_FUNCTION_MAX_BYTES: int(1, 100 * 1024 * 1024).default(10 * 1024 * 1024),
   SVCD_CLOUD_ORIGIN: url.refine((v) => /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v, 'must be an http(s) origin (no path, no trailing slash)').optional(),

@@ -4,8 +4,9 @@
  * stream's headers. The input schemas are in shared/schemas/realtime.ts. Web-standard only: the
  * handlers import it.
  */
-import { errors } from './errors.ts';
-import { subscribeQuerySchema } from './schemas/realtime.ts';
+import type { TicketRefusal } from './db/realtime-tickets.ts';
+import { errors, type ServiceError } from './errors.ts';
+import { subscribeQuerySchema, TICKET_TTL_SECONDS, URL_CREDENTIAL_PARAMS } from './schemas/realtime.ts';
 import { parseOr400 } from './validation.ts';
 
 /** Payload limit: at most 32 KiB as JSON (UTF-8 bytes of its serialisation). */
@@ -65,4 +66,31 @@ export function subscriptionChannels(channels: string[]): string[] {
 export function subscribeChannels(url: URL): string[] {
   const { channel } = parseOr400(subscribeQuerySchema, { channel: url.searchParams.getAll('channel') }, 'query');
   return subscriptionChannels(channel);
+}
+
+/**
+ * Refuses a long-lived credential in a subscribe URL by name (docs/realtime.md "Browsers: tickets"):
+ * URLs end up in logs, proxies and browser history, so a session or key there is never read. The
+ * value is not echoed.
+ */
+export function refuseUrlCredentials(url: URL): void {
+  for (const name of URL_CREDENTIAL_PARAMS) {
+    if (url.searchParams.has(name)) {
+      throw errors.invalid(`${name}: credentials are not accepted in a URL; send Authorization: Bearer, or use a realtime ticket (POST .../realtime/tickets)`);
+    }
+  }
+}
+
+/** The answer to a ticket DynamoDB refused to redeem (docs/realtime.md "Browsers: tickets"): 401, or 403 for one of another project or channels. */
+export function ticketRefusal(refused: TicketRefusal): ServiceError {
+  switch (refused) {
+    case 'unknown':
+      return errors.unauthenticated('ticket: unknown or already used; a ticket opens one subscription');
+    case 'expired':
+      return errors.unauthenticated(`ticket: expired (a ticket must be used within ${TICKET_TTL_SECONDS} s of issue)`);
+    case 'other_project':
+      return errors.denied('ticket: was issued for another project');
+    case 'channels':
+      return errors.denied('ticket: does not grant every channel asked for; ask for a ticket naming them');
+  }
 }

@@ -8,7 +8,7 @@ import { getProject, type ProjectRecord } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
 import { pathParam } from '../../shared/http/body.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
-import { payloadJson, subscriptionChannels } from '../../shared/realtime.ts';
+import { payloadJson, subscriptionChannels, ticketRefusal } from '../../shared/realtime.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import type { Deps } from '../context.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
@@ -126,18 +126,7 @@ export async function redeemSubscriberTicket(
   const projectId = pathParam(input.projectIdParam, 'id', projectIdSchema);
   const channels = subscriptionChannels(input.channels);
   const taken = await redeemTicket(deps.db, await ticketHash(input.ticket), { project: projectId, channels, now: deps.now() });
-  if ('refused' in taken) {
-    switch (taken.refused) {
-      case 'unknown':
-        throw errors.unauthenticated('ticket: unknown or already used; a ticket opens one subscription');
-      case 'expired':
-        throw errors.unauthenticated(`ticket: expired (a ticket must be used within ${TICKET_TTL_SECONDS} s of issue)`);
-      case 'other_project':
-        throw errors.denied('ticket: was issued for another project');
-      case 'channels':
-        throw errors.denied('ticket: does not grant every channel asked for; ask for a ticket naming them');
-    }
-  }
+  if ('refused' in taken) throw ticketRefusal(taken.refused);
   const { key_id: keyId } = taken.ticket;
   if (keyId !== null) {
     const key = await lookupKey(deps.db, keyId);

@@ -10,9 +10,9 @@
  *   buffered; a client that goes away cancels the body, which closes the upstream connection.
  */
 import { parseBearer } from '../../shared/auth.ts';
-import { SSE_HEADERS } from '../../shared/realtime.ts';
+import { refuseUrlCredentials, SSE_HEADERS } from '../../shared/realtime.ts';
 import { errors } from '../../shared/errors.ts';
-import { publishRequestSchema, subscribeQuerySchema, ticketRequestSchema, URL_CREDENTIAL_PARAMS } from '../../shared/schemas/realtime.ts';
+import { publishRequestSchema, subscribeQuerySchema, ticketRequestSchema } from '../../shared/schemas/realtime.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Routes } from '../context.ts';
 import { authorizeSubscriber, issueTicket, publish, redeemSubscriberTicket, subscribe, type Subscriber } from '../domain/realtime.ts';
@@ -55,17 +55,4 @@ export function register(router: Routes): void {
     const events = await subscribe(ctx.deps, { requestId: ctx.requestId, subscriber, channels, signal: request.signal });
     return new Response(events, { status: 200, headers: { ...SSE_HEADERS } });
   });
-}
-
-/**
- * Refuses a long-lived credential in the URL by name (docs/realtime.md "Browsers: tickets"): URLs
- * end up in logs, proxies and browser history, so a session or key there is never read. The value
- * is not echoed.
- */
-function refuseUrlCredentials(url: URL): void {
-  for (const name of URL_CREDENTIAL_PARAMS) {
-    if (url.searchParams.has(name)) {
-      throw errors.invalid(`${name}: credentials are not accepted in a URL; send Authorization: Bearer, or use a realtime ticket (POST .../realtime/tickets)`);
-    }
-  }
 }

@@ -177,6 +177,19 @@ export class KeyCache {
     return { keyId: presented.keyId, projectId: entry.project, owner: entry.owner };
   }
 
+  /**
+   * Whether key `keyId` is active and of `projectId`, without its secret (a realtime ticket issued
+   * to a key dies with it): from memory when cached, tombstones included, else read once like a cold key.
+   */
+  async isActive(keyId: string, projectId: string): Promise<boolean> {
+    let entry = this.keys.get(keyId);
+    if (entry === undefined ? !this.unknown.get(keyId) : entry.state === 'active' && this.now() - entry.loadedAt > this.refreshMs) {
+      await this.load(keyId);
+      entry = this.keys.get(keyId);
+    }
+    return entry?.state === 'active' && entry.project === projectId;
+  }
+
   /** Marks a key revoked (the invalidate route). Idempotent; the tombstone is never overwritten by a read. */
   invalidate(keyId: string): void {
     this.stats.invalidations++;

@@ -162,6 +162,38 @@ describe('backpressure', () => {
   });
 });
 
+describe('flushes', () => {
+  it('writes an event at the end of its turn when the stream was quiet, and coalesces the ones that follow within coalesceMs', async () => {
+    const h = hub({ coalesceMs: 60, queue: 100 });
+    const s = new Socket(1 << 20);
+    h.subscribe(P1, ['a'], s);
+    h.publish(P1, 'a', 'e1', 1);
+    expect(s.events()).toEqual([]);
+    await tick();
+    expect(s.events()).toEqual(['e1']);
+    h.publish(P1, 'a', 'e2', 2);
+    await tick();
+    h.publish(P1, 'a', 'e3', 3);
+    await tick();
+    // Within 60 ms of the last write: held back, corked.
+    expect(s.events()).toEqual(['e1']);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(s.events()).toEqual(['e1', 'e2', 'e3']);
+  });
+
+  it('uncorks a hundred sockets per turn, and a socket not reached yet gets later frames after the earlier ones', async () => {
+    const h = hub({ maxPerProject: 1000, maxTotal: 1000, queue: 100 });
+    const sockets = Array.from({ length: 250 }, () => new Socket(1 << 20));
+    for (const s of sockets) h.subscribe(P1, ['a'], s);
+    h.publish(P1, 'a', 'e1', 1);
+    await tick();
+    expect(sockets.filter((s) => s.events().length > 0)).toHaveLength(100);
+    h.publish(P1, 'a', 'e2', 2);
+    for (let i = 0; i < 5; i++) await tick();
+    for (const s of sockets) expect(s.events()).toEqual(['e1', 'e2']);
+  });
+});
+
 describe('heartbeats', () => {
   it('writes a heartbeat comment at the interval, but not to a subscriber still waiting for drain', async () => {
     const h = hub({ heartbeatMs: 20, queue: 100 });

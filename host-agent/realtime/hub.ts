@@ -43,6 +43,12 @@ export interface HubOptions {
   heartbeatMs: number;
   /** How long an overflowed subscriber's socket may take to flush its final frame before it is destroyed. */
   overflowGraceMs?: number;
+  /**
+   * Least time between two writes to one socket while events keep coming (docs/realtime.md
+   * "Fanout"): frames that arrive sooner wait, corked, and leave together. 0: at the end of the
+   * event-loop turn they were published in.
+   */
+  coalesceMs?: number;
   /** `http-chunked` when sinks are sockets of chunked HTTP/1.1 responses (the agent); `raw` by default. */
   framing?: Framing;
   now?: () => number;
@@ -87,8 +93,6 @@ class Subscriber {
   private head = 0;
   private congested = false;
   private corked = false;
-  /** The hub turn of this subscriber's last write (see `send`). */
-  private turn = -1;
   closed = false;
 
   constructor(hub: RealtimeHub, sink: FrameSink, projectId: string, channels: readonly string[], keyId: string | null) {
@@ -105,16 +109,15 @@ class Subscriber {
   }
 
   /**
-   * Hands one frame to the socket, or queues it while the socket is not draining. The first frame of
-   * an event-loop turn is written at once (lowest latency: one send per event when events are
-   * sparse); the socket is then corked until the end of the turn, so a burst leaves in one writev.
+   * Hands one frame to the socket, or queues it while the socket is not draining. The socket is
+   * corked until the hub's next flush (the end of this event-loop turn, or `coalesceMs` after the
+   * last flush while events keep coming), so whoever published goes on at once and the frames of a
+   * burst leave in one writev per socket.
    */
   send(frame: Buffer): void {
     if (this.closed) return;
     if (!this.congested) {
-      const turn = this.hub.turn();
-      if (this.turn !== turn) this.turn = turn;
-      else if (!this.corked) {
+      if (!this.corked) {
         this.corked = true;
         this.sink.cork();
         this.hub.uncorkLater(this);
@@ -134,7 +137,7 @@ class Subscriber {
     this.hub.noteQueued(this.queued);
   }
 
-  /** Lets the corked frames go (the hub calls this once per turn; also after the subscriber closed). */
+  /** Lets the corked frames go (the hub's flush; also after the subscriber closed). */
   uncork(): void {
     if (!this.corked) return;
     this.corked = false;
@@ -200,6 +203,9 @@ class Subscriber {
   }
 }
 
+/** Sockets uncorked per event-loop turn by a flush (see `RealtimeHub.uncorkFrom`). */
+const FLUSH_SLICE = 100;
+
 /** Per-project subscriber sets, one per channel. */
 interface ProjectSubscribers {
   count: number;
@@ -218,9 +224,10 @@ export class RealtimeHub {
   private readonly heartbeat: NodeJS.Timeout | null;
   private readonly heartbeatFrame: Buffer;
   private readonly framing: Framing;
+  private readonly coalesceMs: number;
   private corked: Subscriber[] = [];
   private flushScheduled = false;
-  private turns = 0;
+  private lastFlush = -Infinity;
   private seq = 0;
   private counters = { maxQueued: 0, overflows: 0, published: 0, deliveries: 0 };
 
@@ -231,6 +238,7 @@ export class RealtimeHub {
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => {});
     this.framing = options.framing ?? 'raw';
+    this.coalesceMs = options.coalesceMs ?? 0;
     this.heartbeatFrame = commentFrame('heartbeat', this.framing);
     this.heartbeat = options.heartbeatMs > 0 ? setInterval(() => this.beat(), options.heartbeatMs) : null;
     this.heartbeat?.unref();
@@ -358,29 +366,37 @@ export class RealtimeHub {
   }
 
   /**
-   * The current turn: a number that changes once per event-loop turn in which anything was sent
-   * (the flush at the end of the turn advances it).
+   * Uncorks `sub` at the next flush: at the end of this turn, or `coalesceMs` after the last flush
+   * when that is later (events that keep coming leave in batches, one write per socket each).
    */
-  turn(): number {
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(this.flush);
-    }
-    return this.turns;
-  }
-
-  /** Uncorks `sub` at the end of the current turn: the rest of the turn's frames leave together. */
   uncorkLater(sub: Subscriber): void {
     this.corked.push(sub);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    const wait = this.lastFlush + this.coalesceMs - performance.now();
+    if (wait > 0) setTimeout(this.flush, wait);
+    else setImmediate(this.flush);
   }
 
   private readonly flush = (): void => {
     const corked = this.corked;
     this.corked = [];
     this.flushScheduled = false;
-    this.turns++;
-    for (const sub of corked) sub.uncork();
+    this.lastFlush = performance.now();
+    this.uncorkFrom(corked, 0);
   };
+
+  /**
+   * Uncorks `corked` from `from` on, `FLUSH_SLICE` sockets per turn: between slices the event loop
+   * reads what arrived (a publish, its DynamoDB answer), so a flush to a thousand sockets never holds
+   * a publish back for all of its writes. A socket not reached yet stays corked: frames sent to it
+   * meanwhile join the ones waiting, in order.
+   */
+  private uncorkFrom(corked: Subscriber[], from: number): void {
+    const end = Math.min(corked.length, from + FLUSH_SLICE);
+    for (let i = from; i < end; i++) corked[i]!.uncork();
+    if (end < corked.length) setImmediate(() => this.uncorkFrom(corked, end));
+  }
 
   /** Records the length a queue reached. */
   noteQueued(length: number): void {

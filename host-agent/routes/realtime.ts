@@ -83,8 +83,8 @@ async function subscribe(req: IncomingMessage, res: ServerResponse, rawId: strin
   ctx.realtime.subscribe(projectId, channels, sink, keyId);
 }
 
-/** The socket of a chunked response whose head is out, as the hub's sink. */
-function responseSink(res: ServerResponse, socket: Socket): FrameSink {
+/** The socket of a chunked response whose head is out, as the hub's sink (also host-agent/realtime/public.ts). */
+export function responseSink(res: ServerResponse, socket: Socket): FrameSink {
   return {
     write: (chunk) => (socket.writable ? socket.write(chunk) : true),
     get writableLength() {
