@@ -19,7 +19,7 @@ import {
   objectReadQuerySchema,
 } from '../../shared/schemas/storage.ts';
 import { parseOr400 } from '../../shared/validation.ts';
-import { requireOwnedProject, requireSession } from '../auth.ts';
+import { presentedSession, requireOwnedProject } from '../auth.ts';
 import type { Ctx, Routes } from '../context.ts';
 import { objectsPage } from '../domain/objects/buckets.ts';
 import type { ObjectAccess } from '../domain/objects/catalog.ts';
@@ -51,7 +51,8 @@ export function register(router: Routes): void {
     const url = new URL(request.url);
     // The credential first: a signed URL's query, else the session.
     const signed = SIGNED_URL_PARAMS.some((name) => url.searchParams.has(name));
-    const access: ObjectAccess = signed ? await signedAccess(request, ctx, url) : { accountId: await requireSession(request, ctx) };
+    // A session's token is checked here; whether it still stands, in the catalog's own read.
+    const access: ObjectAccess = signed ? await signedAccess(request, ctx, url) : { session: await presentedSession(request, ctx) };
     const projectId = pathParam(request.params.id, 'id', projectIdSchema);
     const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
     const key = pathParam(request.params.key, 'key', objectKeySchema);
@@ -116,7 +117,8 @@ export function register(router: Routes): void {
 
 /** The PUT's input, checked in the order the contract's refusals are answered; none reads the body. */
 async function parsePut(request: IRequest, ctx: Ctx): Promise<PutInput> {
-  const accountId = await requireSession(request, ctx);
+  // The token here; whether the session still stands, in the catalog's own read (docs/api.md "Sessions").
+  const session = await presentedSession(request, ctx);
   const projectId = pathParam(request.params.id, 'id', projectIdSchema);
   const bucket = pathParam(request.params.bucket, 'bucket', bucketNameSchema);
   const key = pathParam(request.params.key, 'key', objectKeySchema);
@@ -131,7 +133,7 @@ async function parsePut(request: IRequest, ctx: Ctx): Promise<PutInput> {
   const precondition = putPrecondition(request.headers.get('if-match'), request.headers.get('if-none-match'));
   return {
     requestId: ctx.requestId,
-    accountId,
+    session,
     projectId,
     bucket,
     key,

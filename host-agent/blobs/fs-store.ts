@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { BLOB_NAME_PATTERN } from '../../shared/blobs/names.ts';
 import type { BlobWritten, ByteRange } from '../../shared/blobs/store.ts';
 import { tooLargeError } from '../../shared/blobs/limit.ts';
@@ -44,9 +45,14 @@ export interface FsPutOptions {
   ownsChunks?: boolean;
 }
 
-/** An open blob: a stream of `length` bytes out of `size`. */
+/**
+ * An open blob: `length` bytes out of `size`, to be read once, either as a web stream (`body`) or
+ * written onto a Node stream (`writeTo`, on two buffers it reuses: no garbage per chunk).
+ */
 export interface FsBlobRead {
   body: ReadableStream<Uint8Array>;
+  /** Writes the bytes onto `out` (without ending it), each buffer reused once `out` has taken it. */
+  writeTo(out: Writable): Promise<void>;
   length: number;
   size: number;
 }
@@ -208,9 +214,18 @@ export function createFsBlobStore(root: string): FsBlobStore {
         const length = end - start + 1;
         if (length <= 0) {
           await file.close();
-          return { body: new ReadableStream({ start: (c) => c.close() }), length: 0, size };
+          return { body: new ReadableStream({ start: (c) => c.close() }), writeTo: async () => {}, length: 0, size };
         }
-        return { body: fileBytes(file, start, length), length, size };
+        // Made on first use only: a stream starts reading at once, and `writeTo` may be the reader.
+        let body: ReadableStream<Uint8Array> | undefined;
+        return {
+          get body() {
+            return (body ??= fileBytes(file, start, length));
+          },
+          writeTo: (out) => writeFileTo(file, start, length, out),
+          length,
+          size,
+        };
       } catch (err) {
         await file.close().catch(() => {});
         throw err;
@@ -272,6 +287,43 @@ function fileBytes(file: FileHandle, start: number, length: number): ReadableStr
     // One chunk read ahead of the consumer.
     { highWaterMark: 1 },
   );
+}
+
+/**
+ * `length` bytes of `file` from `start` written onto `out` through two buffers taking turns: one is
+ * read into while the other is being written, and a buffer is read into again only once `out` has
+ * taken it (its write callback), which is the backpressure too. Closes the file in every case.
+ */
+async function writeFileTo(file: FileHandle, start: number, length: number, out: Writable): Promise<void> {
+  const size = Math.min(READ_BYTES, length);
+  const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+  const writes: (Promise<void> | null)[] = [null, null];
+  const end = start + length;
+  let at = start;
+  let turn = 0;
+  try {
+    while (at < end) {
+      const buffer = buffers[turn]!;
+      await writes[turn];
+      const want = Math.min(size, end - at);
+      let got = 0;
+      while (got < want) {
+        const { bytesRead } = await file.read(buffer, got, want - got, at + got);
+        // The blob is immutable: a short file means it was damaged, not that it is being written.
+        if (bytesRead === 0) throw new Error(`blob ended ${end - at - got} bytes early`);
+        got += bytesRead;
+      }
+      at += got;
+      const chunk = buffer.subarray(0, got);
+      writes[turn] = new Promise<void>((resolve, reject) => out.write(chunk, (err) => (err ? reject(err) : resolve())));
+      // Settled later (awaited before the buffer is read into again, or below).
+      writes[turn]!.catch(() => {});
+      turn = 1 - turn;
+    }
+    await Promise.all(writes);
+  } finally {
+    await file.close().catch(() => {});
+  }
 }
 
 /** Frees the memory of a chunk that is a whole ArrayBuffer of its own (ES2024 `transfer` detaches it). */

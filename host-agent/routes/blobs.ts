@@ -14,6 +14,7 @@ import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
+import { nodeWrittenResponse } from '../../shared/http/node-http.ts';
 import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
 import type { AgentContext } from '../context.ts';
 import { json } from '../../shared/http/body.ts';
@@ -48,8 +49,9 @@ export function register(router: InternalRouter): void {
     const length = intHeader(request, INTERNAL_BLOB_HEADERS.length, false);
     const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
     try {
-      // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are fresh
-      // copies nobody else holds: the store may release each once it has copied it.
+      // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are the
+      // parser's own, which nothing else reads once handed over: the store may release each once
+      // it has copied it.
       const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
       ctx.metrics.blobWritten(written.size);
       return json(written, 201);
@@ -85,14 +87,27 @@ export function register(router: InternalRouter): void {
       throw err;
     }
     if (!read) throw errors.notFound('no such blob');
-    return new Response(read.body, {
-      status: wanted ? 206 : 200,
-      headers: {
-        'content-type': 'application/octet-stream',
-        'content-length': String(read.length),
-        [INTERNAL_BLOB_HEADERS.size]: String(read.size),
+    const headers = {
+      'content-type': 'application/octet-stream',
+      'content-length': String(read.length),
+      [INTERNAL_BLOB_HEADERS.size]: String(read.size),
+    };
+    // Written by the listener on two reused buffers (shared/http/node-http.ts): a 32 MiB read
+    // allocates nothing per chunk, so it costs the garbage collector nothing (docs/storage.md).
+    // The web stream is there for any other reader, and is only opened when pulled.
+    let opened: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const fallback = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          const { done, value } = await (opened ??= read.body.getReader()).read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        },
+        cancel: (reason) => (opened ?? read.body.getReader()).cancel(reason),
       },
-    });
+      { highWaterMark: 0 },
+    );
+    return nodeWrittenResponse(wanted ? 206 : 200, headers, (res) => read.writeTo(res), fallback);
   });
 
   router.delete('/internal/v1/blobs/:project/:name', async (request, ctx) => {

@@ -18,13 +18,13 @@
  * Rows a bucket deletion removed leave a blob-deletion record (`BLOBDEL#<bucket>#<blob>`) in the same
  * transaction, until their blob is gone: every blob is always named by a row or by such a record.
  */
-import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { BlobBackend } from '../blobs/store.ts';
 import { invalidCursor } from '../cursors.ts';
 import { errors, type ServiceError } from '../errors.ts';
-import type { Db } from './client.ts';
-import { cancellationReasons, isConditionFailure } from './client.ts';
+import type { Db, ItemsRead, TableKey } from './client.ts';
+import { batchGetItems, cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { decodeCursor, encodeCursor, queryPage, tableKeyOf } from './pagination.ts';
 import { toRecord as toProject, type ProjectRecord } from './projects.ts';
@@ -315,29 +315,38 @@ export async function getProjectBucketObject(
   bucket: string | null,
   key: string | null,
 ): Promise<{ project: ProjectRecord | null; bucket: BucketRecord | null; object: ObjectRecord | null }> {
+  const catalog = await catalogKeys(projectId, bucket, key);
+  return catalog.read(await batchGetItems(db, catalog.keys));
+}
+
+/** What a batched read of a project, a bucket and a row reads (`keys`) and finds in what it read (`read`). */
+export interface CatalogRead {
+  keys: TableKey[];
+  read(items: ItemsRead): { project: ProjectRecord | null; bucket: BucketRecord | null; object: ObjectRecord | null };
+}
+
+/**
+ * The items of `getProjectBucketObject`, for a caller that joins them to a read of its own (the
+ * session's standing, handlers/domain/sessions.ts): one round trip for all.
+ */
+export async function catalogKeys(projectId: string, bucket: string | null, key: string | null): Promise<CatalogRead> {
   const projectKey = keys.project(projectId);
   const bucketKey = bucket !== null ? keys.bucket(projectId, bucket) : null;
   const objectKey = bucket !== null && key !== null ? await objectKeyOf(projectId, bucket, key) : null;
-  const wanted = [projectKey, bucketKey, objectKey && { pk: objectKey.pk, sk: objectKey.sk }].filter((k) => k !== null);
-  const found = new Map<string, Record<string, any>>();
-  const id = (k: { pk: unknown; sk: unknown }) => `${String(k.pk)}\u0000${String(k.sk)}`;
-  let pending: Record<string, unknown>[] = wanted;
-  for (let attempt = 0; pending.length > 0; attempt++) {
-    // Keys DynamoDB left unprocessed (throttling) are asked again, with a short growing pause.
-    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(200, 10 * 2 ** attempt)));
-    if (attempt >= 8) throw new Error('DynamoDB left keys of a batched read unprocessed 8 times');
-    const out = await db.doc.send(new BatchGetCommand({ RequestItems: { [db.table]: { Keys: pending, ConsistentRead: true } } }));
-    for (const item of out.Responses?.[db.table] ?? []) found.set(id(item as { pk: unknown; sk: unknown }), item);
-    pending = out.UnprocessedKeys?.[db.table]?.Keys ?? [];
-  }
-  const projectItem = found.get(id(projectKey));
-  const bucketItem = bucketKey ? found.get(id(bucketKey)) : undefined;
-  const objectItem = objectKey ? found.get(id(objectKey)) : undefined;
+  const rowKey = objectKey && { pk: objectKey.pk, sk: objectKey.sk };
   return {
-    project: projectItem ? toProject(projectItem) : null,
-    bucket: bucketItem ? toBucket(bucketItem) : null,
-    // The key is compared too: a sort key from a hash must never answer for another key.
-    object: objectItem && objectItem.key === key ? toObject(objectItem) : null,
+    keys: [projectKey, bucketKey, rowKey].filter((k) => k !== null),
+    read(items) {
+      const projectItem = items.get(projectKey);
+      const bucketItem = bucketKey ? items.get(bucketKey) : undefined;
+      const objectItem = rowKey ? items.get(rowKey) : undefined;
+      return {
+        project: projectItem ? toProject(projectItem) : null,
+        bucket: bucketItem ? toBucket(bucketItem) : null,
+        // The key is compared too: a sort key from a hash must never answer for another key.
+        object: objectItem && objectItem.key === key ? toObject(objectItem) : null,
+      };
+    },
   };
 }
 

@@ -233,14 +233,16 @@ function inFlight(socket: Socket): ServerResponse | undefined {
 /**
  * `req`'s body as a web stream, with backpressure. Unlike `Readable.toWeb`, cancelling it does not
  * destroy `req` (which would reset the connection before the refusal could be answered): the rest
- * is discarded instead, and the answer closes the connection (`closeAfterAnswer`). Every chunk is a
- * fresh copy nobody else holds (the agent's blob store relies on it).
+ * is discarded instead, and the answer closes the connection (`closeAfterAnswer`). Every chunk is
+ * the HTTP parser's own, not a copy: once handed over nothing else reads it, so the consumer may
+ * release one that spans its whole buffer (the agent's blob store does, docs/storage.md
+ * "Streaming and the byte limit"), and a body costs no garbage beyond the socket's reads.
  */
 function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let done = false;
   const onData = (chunk: Buffer) => {
-    controller.enqueue(new Uint8Array(chunk));
+    controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     if ((controller.desiredSize ?? 0) <= 0) req.pause();
   };
   const stop = () => {
@@ -310,9 +312,27 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: 
  */
 const WHOLE_BODY_MAX = 64 * 1024;
 
+const NODE_WRITER = Symbol('node writer');
+
+/** Writes a body straight onto a Node response: no web stream, no chunk allocated per write. */
+export type NodeBodyWriter = (res: ServerResponse) => Promise<void>;
+
+/**
+ * A Response whose body the Node listeners of shared/http write with `writer` (the agent's blob
+ * reads, host-agent/routes/blobs.ts), on buffers it reuses, rather than through a web stream whose
+ * every chunk is a fresh buffer for the garbage collector. `fallback` is the same body as a web
+ * stream, for anything else that reads the Response; it must not start reading until pulled.
+ */
+export function nodeWrittenResponse(status: number, headers: Record<string, string>, writer: NodeBodyWriter, fallback: ReadableStream<Uint8Array>): Response {
+  const response = new Response(fallback, { status, headers });
+  (response as Response & { [NODE_WRITER]?: NodeBodyWriter })[NODE_WRITER] = writer;
+  return response;
+}
+
 /** Writes a web Response to a Node response, streaming its body. */
 export async function writeWebResponse(response: Response, res: ServerResponse, req?: IncomingMessage): Promise<void> {
-  const declared = response.body && req?.complete ? response.headers.get('content-length') : null;
+  const writer = (response as Response & { [NODE_WRITER]?: NodeBodyWriter })[NODE_WRITER];
+  const declared = !writer && response.body && req?.complete ? response.headers.get('content-length') : null;
   const whole = declared !== null && /^\d{1,5}$/.test(declared) && Number(declared) <= WHOLE_BODY_MAX ? new Uint8Array(await response.arrayBuffer()) : null;
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
@@ -325,6 +345,11 @@ export async function writeWebResponse(response: Response, res: ServerResponse, 
   res.writeHead(response.status, headers);
   if (whole) {
     res.end(whole);
+    return;
+  }
+  if (writer) {
+    await writer(res);
+    res.end();
     return;
   }
   if (!response.body) {

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp } from '../../handlers/index.ts';
@@ -709,15 +709,11 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
         ? deps.db
         : {
             ...deps.db,
-            doc: new Proxy(deps.db.doc, {
-              get(target, prop, receiver) {
-                if (prop !== 'send') return Reflect.get(target, prop, receiver);
-                return (command: unknown, ...rest: unknown[]) => {
-                  if (fault.armed && command instanceof BatchGetCommand) return Promise.reject(new Error('injected: the catalog read failed'));
-                  return (target.send as (...a: unknown[]) => unknown).call(target, command, ...rest);
-                };
-              },
-            }),
+            // The catalog read (joined to the session's, shared/db/client.ts batchGetItems) goes over the wire.
+            wire: (operation, input) => {
+              if (fault.armed && operation === 'BatchGetItem') return Promise.reject(new Error('injected: the catalog read failed'));
+              return deps.db.wire(operation, input);
+            },
           };
       const app = createApp({ ...deps, db, now: () => at });
       const call = (method: string, path: string, body?: BodyInit | null, t = token) =>

@@ -7,6 +7,7 @@
  * is judged on the row the flip is conditioned on, so no other write can come between the check and
  * the flip; a failed precondition is 409 `conflict` (docs/storage.md "Conditional requests").
  */
+import type { SessionClaims } from '../../../shared/auth.ts';
 import { blobName, newWriteId } from '../../../shared/blobs/names.ts';
 import type { BlobBackend, BlobStore, BlobWritten } from '../../../shared/blobs/store.ts';
 import type { ProjectRecord } from '../../../shared/db/projects.ts';
@@ -24,7 +25,8 @@ import { isConditional, preconditionFailure } from './conditions.ts';
 /** A PUT of `bucket/key`, its size limit already checked against the declared length. */
 export interface PutInput {
   requestId: string;
-  accountId: string;
+  /** The session's token, verified by its signature: whether it still stands is judged with the catalog reads. */
+  session: SessionClaims;
   projectId: string;
   bucket: string;
   key: string;
@@ -54,7 +56,8 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
   } catch (error) {
     return { kind: 'refused', error };
   }
-  const { requestId, accountId, bucket, key, contentType, precondition } = input;
+  const { requestId, bucket, key, contentType, precondition } = input;
+  const accountId = input.session.accountId;
   const { project, backend, current, store } = prepared;
 
   // 1. The bytes, into a blob nobody references yet (already written when the write could start
@@ -134,12 +137,13 @@ async function writeBlob(
  * Everything a PUT of bytes reads before the flip. Any failure before the body is touched leaves it
  * unread, for the caller to drain while it answers.
  *
- * The catalog reads (project, bucket, row) cost a DynamoDB round trip. When this isolate has seen
- * the caller own the project, and (on `fs`) knows its live agent without a read, the blob is
- * written while they are under way rather than after (`blob` in the answer). Only then: a stranger's
- * PUT never writes a byte, and learns nothing from how long its 404 takes. Should the reads refuse
- * after all (a bucket that does not exist, say), the body has been taken in whole by then, and the
- * new blob, which nothing references, is deleted before the refusal is answered.
+ * The catalog reads (the session's standing, project, bucket, row) cost one DynamoDB round trip.
+ * When this isolate has seen the token's account own the project, and (on `fs`) knows its live
+ * agent without a read, the blob is written while they are under way rather than after (`blob` in
+ * the answer). Only then: a stranger's PUT never writes a byte, and learns nothing from how long its
+ * 404 takes. Should the reads refuse after all (a session signed out since, a bucket that does not
+ * exist), the body has been taken in whole by then, and the new blob, which nothing references, is
+ * deleted before the refusal is answered.
  */
 async function preparePut(
   deps: Deps,
@@ -151,9 +155,10 @@ async function preparePut(
   store: BlobStore;
   blob: { name: string; written: BlobWritten } | null;
 }> {
-  const { requestId, accountId, projectId, bucket, key } = input;
+  const { requestId, projectId, bucket, key } = input;
+  const accountId = input.session.accountId;
   const backend = deps.settings.SVCD_BLOB_BACKEND;
-  const reads = ownedWith(deps, accountId, projectId, bucket, key);
+  const reads = ownedWith(deps, input.session, projectId, bucket, key);
 
   // A conditional PUT is judged before any byte is written: it may well be refused (create-only).
   const early =
