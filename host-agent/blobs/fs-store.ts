@@ -130,7 +130,8 @@ export function createFsBlobStore(root: string): FsBlobStore {
         // trip to the thread pool per MiB rather than per chunk. Two buffers take turns: while one
         // is being written (off the main thread) the next fills and is hashed, so the socket, the
         // hash and the disk overlap instead of waiting on each other (memory stays at 2 MiB).
-        const capacity = Math.min(WRITE_BYTES, maxBytes + 1);
+        // No bigger than the body declares: a small PUT does not zero 2 MiB.
+        const capacity = Math.max(1, Math.min(WRITE_BYTES, maxBytes + 1, length ?? WRITE_BYTES));
         let buffer = new Uint8Array(capacity);
         let spare = new Uint8Array(capacity);
         let filled = 0;
