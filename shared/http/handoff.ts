@@ -7,9 +7,8 @@
  * then on, so these requests cost one hop, as behind production's load balancer.
  *
  * What makes this exact: the sender stops its socket's reading before the send (node would read on
- * and drop what it read once the handle is sent), and the receiver puts the bytes back in front of
- * the socket's stream before its HTTP server sees the connection, through the stream path rather
- * than node's direct parser consumption (which would read new bytes ahead of those put back).
+ * and drop what it read once the handle is sent), and the receiver has its HTTP server parse those
+ * bytes before the socket reads anything more (`serveConnection`).
  */
 import type { ChildProcess } from 'node:child_process';
 import { Socket, type Server } from 'node:net';
@@ -140,14 +139,23 @@ export function stopReading(socket: Socket, chunks: Buffer[] = []): Buffer {
 
 /**
  * Serves `socket` on `server` (a node:http server, listening or not) as a connection it accepted
- * itself, `head` being what was read from it already: put back in front of the stream, and the
- * connection read through the stream path so nothing new overtakes it (node's HTTP server otherwise
- * hands a fresh socket's handle to its parser directly, which reads past the bytes put back).
+ * itself, `head` being what was read from it already. The HTTP server parses `head` first, as the
+ * connection's first bytes, then reads the socket as usual: node's parser takes the socket's reads
+ * directly (no stream in between), which is why `head` is handed to it before the socket reads
+ * again rather than put back in front of the stream (the parser would read past it). A socket
+ * whose stream holds bytes already is served through the stream path, in order.
  */
 export function serveConnection(server: Server, socket: Socket, head: Buffer): void {
-  if (head.byteLength > 0) socket.unshift(head);
-  const handle = handleOf(socket);
-  if (handle) handle._consumed = true;
-  server.emit('connection', socket);
+  if (socket.readableLength > 0) {
+    // Bytes buffered in the stream: put `head` before them and let the HTTP server read the stream.
+    if (head.byteLength > 0) socket.unshift(head);
+    const handle = handleOf(socket);
+    if (handle) handle._consumed = true;
+    server.emit('connection', socket);
+  } else {
+    server.emit('connection', socket);
+    // node:http's own listener for the socket's data: it parses what it is given, in order.
+    if (head.byteLength > 0) socket.emit('data', head);
+  }
   socket.resume();
 }

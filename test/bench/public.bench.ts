@@ -118,7 +118,7 @@ function treeRss(pid: number): number {
 }
 
 /** The local stack as `npm start` runs it, in a directory of its own. */
-async function startStack(dir: string): Promise<{ child: ChildProcess; url: string; dynamoPort: number }> {
+async function startStack(dir: string): Promise<{ child: ChildProcess; url: string; dynamoPort: number; dataplaneUrl: string }> {
   const port = await freePort();
   const dynamoPort = await freePort();
   const child = spawn(NODE, [join(REPO, 'infra/local/start.ts'), '--dir', dir, '--dynamodb-port', String(dynamoPort)], {
@@ -144,7 +144,10 @@ async function startStack(dir: string): Promise<{ child: ChildProcess; url: stri
       if (child.exitCode !== null) reject(new Error(`stack exited ${child.exitCode}: ${out}`));
     }, 50);
   });
-  return { child, url, dynamoPort };
+  // The agent's own /v2 listener, from its ready line (an arm of its own: what the hand-over costs).
+  const dataplaneUrl = /\/v2 at (http:\/\/[^,)\s]+)/.exec(out)?.[1];
+  if (!dataplaneUrl) throw new Error(`no /v2 listener in the stack's output: ${out}`);
+  return { child, url, dynamoPort, dataplaneUrl };
 }
 
 // ---------------------------------------------------------------------------------------- data plane
@@ -179,7 +182,7 @@ async function pointReads(pool: Pool, headers: Record<string, string>, durationM
   return { latencies, seconds: (performance.now() - start) / 1000, errors };
 }
 
-async function dataPlane(base: string, key: string, engine: URL): Promise<void> {
+async function dataPlane(base: string, key: string, engine: URL, listener: string, stackPid: number): Promise<void> {
   const headers = { 'x-svc-protocol-minor': '3', 'content-type': 'application/json' };
   const keyed = { ...headers, authorization: `Bearer ${key}` };
   const relay1 = await startRelay(engine);
@@ -190,14 +193,22 @@ async function dataPlane(base: string, key: string, engine: URL): Promise<void> 
     { name: `through {base_url}`, pool: new Pool(base, { connections: 16 }), headers: keyed },
     { name: 'bare relay, 1 hop', pool: new Pool(relay1.url, { connections: 16 }), headers },
     { name: 'bare relays, 2 hops', pool: new Pool(relay2.url, { connections: 16 }), headers },
+    { name: "agent's /v2 listener", pool: new Pool(listener, { connections: 16 }), headers: keyed },
   ];
+  // CPU (user + system) of the agent behind {base_url} and of the one-hop relay, over their concurrency-16 rounds.
+  const cpuOf: Record<number, number> = { 1: agentPid(stackPid), 2: relay1.child.pid! };
+  const cpu: Record<number, number> = { 1: 0, 2: 0 };
   try {
     for (const a of arms) await pointReads(a.pool, a.headers, 1000, 16);
     const c1 = arms.map(() => [] as Round[]);
     const c16 = arms.map(() => [] as Round[]);
     for (let round = 0; round < 3; round++) {
       for (const [i, a] of arms.entries()) c1[i]!.push(await pointReads(a.pool, a.headers, 1500, 1));
-      for (const [i, a] of arms.entries()) c16[i]!.push(await pointReads(a.pool, a.headers, 3000, 16));
+      for (const [i, a] of arms.entries()) {
+        const before = cpuOf[i] ? cpuMs(cpuOf[i]!) : 0;
+        c16[i]!.push(await pointReads(a.pool, a.headers, 3000, 16));
+        if (cpuOf[i]) cpu[i]! += cpuMs(cpuOf[i]!) - before;
+      }
     }
     const p50 = (rounds: Round[]) => quantile(rounds.flatMap((r) => r.latencies), 0.5);
     const rps = (rounds: Round[]) => rounds.reduce((s, r) => s + r.latencies.length, 0) / rounds.reduce((s, r) => s + r.seconds, 0);
@@ -213,6 +224,8 @@ async function dataPlane(base: string, key: string, engine: URL): Promise<void> 
     for (const [i, hops] of [[2, 1], [3, 2]] as const) {
       console.log(`   ceiling, ${hops} bare relay hop${hops > 1 ? 's' : ' '}      added p50 ${ms(p50(c1[i]!) - p50(c1[0]!))}, ratio ${(rps(c16[i]!) / rps(c16[0]!)).toFixed(3)}`);
     }
+    const count = (i: number) => c16[i]!.reduce((n, r) => n + r.latencies.length, 0);
+    console.log(`   CPU per request (conc. 16)    agent ${((cpu[1]! * 1000) / count(1)).toFixed(0)} µs, bare relay ${((cpu[2]! * 1000) / count(2)).toFixed(0)} µs`);
     if (errors) console.log(`   !!! ${errors} requests failed`);
   } finally {
     for (const a of arms) await a.pool.close();
@@ -640,7 +653,7 @@ async function main(): Promise<void> {
 
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ');
     console.log(`public path through ${base} (${cpus().length} cores, load average ${load1}; other work on the machine colours wall-clock figures)`);
-    if (SECTIONS.has('v2')) await dataPlane(base, key, engine);
+    if (SECTIONS.has('v2')) await dataPlane(base, key, engine, stack.dataplaneUrl, stack.child.pid!);
     if (SECTIONS.has('control')) await controlPlane(base, token, project.id, dir, stack.dynamoPort);
     if (SECTIONS.has('realtime')) await realtime(base, token, project.id, stack.child.pid!);
     if (SECTIONS.has('storage') || SECTIONS.has('memory')) await storage(base, token, project.id, stack.child.pid!, scratch);
