@@ -32,7 +32,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { Pool, request } from 'undici';
 import { freePort } from '../../infra/local/dynamodb.ts';
 import { descendantsOf } from '../../infra/local/processes.ts';
@@ -252,6 +252,28 @@ async function sequentialGets(url: string, token: string, n: number): Promise<nu
   return latencies;
 }
 
+/**
+ * The floor of the miniflare line (docs/performance.md "Control plane"): a worker in workerd that
+ * answers every request with one GetItem of the project item to the same DynamoDB Local (unsigned:
+ * DynamoDB Local does not check signatures) and nothing else. Measured directly, without the front.
+ */
+async function workerdFloor(endpoint: string, table: string, projectId: string, n: number): Promise<number[]> {
+  const { Miniflare } = await import('miniflare');
+  const body = JSON.stringify({ TableName: table, Key: { pk: { S: keys.project(projectId).pk }, sk: { S: keys.project(projectId).sk } }, ConsistentRead: true });
+  const script = `export default { async fetch(request, env) {
+    const r = await fetch(env.DDB, { method: 'POST', body: env.BODY, headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem', authorization: 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0' } });
+    return new Response(await r.text(), { headers: { 'content-type': 'application/json' } });
+  } }`;
+  const mf = new Miniflare({ modules: true, script, bindings: { DDB: endpoint, BODY: body }, compatibilityDate: '2025-09-01', host: '127.0.0.1', port: 0 });
+  try {
+    const url = (await mf.ready).toString().replace(/\/$/, '');
+    await sequentialGets(`${url}/floor`, 'x', 100);
+    return await sequentialGets(`${url}/floor`, 'x', n);
+  } finally {
+    await mf.dispose();
+  }
+}
+
 async function controlPlane(base: string, token: string, projectId: string, dir: string, dynamoPort: number): Promise<void> {
   const secrets = JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
   const endpoint = `http://127.0.0.1:${dynamoPort}`;
@@ -299,11 +321,13 @@ async function controlPlane(base: string, token: string, projectId: string, dir:
       entry.push(...(await sequentialGets(nodeBase + path, token, 200)));
       for (let i = 0; i < 200; i++) item.push(await getItem());
     }
+    const floor = await workerdFloor(endpoint, settings.SVCD_TABLE, projectId, 1000);
     const budget = 1 + quantile(item, 0.5);
     console.log('\n2. Control plane: GET /v0/projects/{id}, sequential, one keep-alive connection');
     console.log(`   DynamoDB Local GetItem        p50 ${ms(quantile(item, 0.5))}   → budget 1 ms + GetItem = ${ms(budget)}`);
     console.log(`   through {base_url} (miniflare) p50 ${ms(quantile(stack, 0.5))}  p99 ${ms(quantile(stack, 0.99))}   ${verdict(quantile(stack, 0.5) <= budget)}`);
     console.log(`   dist/node-server.mjs          p50 ${ms(quantile(entry, 0.5))}  p99 ${ms(quantile(entry, 0.99))}   ${verdict(quantile(entry, 0.5) <= budget)}`);
+    console.log(`   ceiling: workerd doing one GetItem per request and nothing else, no front: p50 ${ms(quantile(floor, 0.5))} (${ms(quantile(floor, 0.5) - quantile(item, 0.5))} over GetItem)`);
   } finally {
     node.kill('SIGTERM');
     db.doc.destroy();
@@ -570,32 +594,81 @@ async function timed(url: string, method: 'GET' | 'PUT', headers: Record<string,
   return { ms: performance.now() - t0, digest: hash.digest('hex') };
 }
 
-async function storage(base: string, token: string, projectId: string, stackPid: number, scratch: string): Promise<void> {
+/**
+ * What the catalog costs a PUT and a GET at the least, in DynamoDB Local as the stack runs it
+ * (persisted): p50 of the read a GET makes first (a strongly consistent BatchGetItem of the
+ * session's two items and the project, bucket and row) and of the flip a PUT commits (a
+ * TransactWriteItems of a conditional row Put and a receipt Put), on scratch items of the stack's
+ * table.
+ */
+async function catalogFloor(dir: string, dynamoPort: number): Promise<{ read: number; flip: number }> {
+  const secrets = JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
+  const settings = loadSettings({ ...secrets, SVCD_DYNAMODB_ENDPOINT: `http://127.0.0.1:${dynamoPort}` });
+  const db = createDb({ ...settings, SVCD_AWS_ACCESS_KEY_ID: 'local', SVCD_AWS_SECRET_ACCESS_KEY: 'local' });
+  const pk = `BENCH#${randomBytes(6).toString('hex')}`;
+  const read: number[] = [];
+  const flip: number[] = [];
+  try {
+    for (let i = 0; i < 160; i++) {
+      let t0 = performance.now();
+      await db.doc.send(new BatchGetCommand({ RequestItems: { [db.table]: { Keys: ['A', 'S', 'P', 'B', 'O'].map((sk) => ({ pk, sk })), ConsistentRead: true } } }));
+      if (i >= 30) read.push(performance.now() - t0);
+      t0 = performance.now();
+      await db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: db.table, Item: { pk, sk: 'O', n: i + 1, blob: randomBytes(32).toString('hex') }, ConditionExpression: i === 0 ? 'attribute_not_exists(pk)' : 'n = :n', ...(i === 0 ? {} : { ExpressionAttributeValues: { ':n': i } }) } },
+            { Put: { TableName: db.table, Item: { pk, sk: `RCPT#${i}`, op: 'object.put', at: new Date().toISOString() }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          ],
+        }),
+      );
+      if (i >= 30) flip.push(performance.now() - t0);
+    }
+  } finally {
+    db.doc.destroy();
+  }
+  return { read: quantile(read, 0.5), flip: quantile(flip, 0.5) };
+}
+
+async function storage(base: string, token: string, projectId: string, stackPid: number, scratch: string, dir: string, dynamoPort: number): Promise<void> {
   const auth = { authorization: `Bearer ${token}` };
   const b = await fetch(`${base}/v0/projects/${projectId}/storage/buckets/bench`, { method: 'PUT', headers: auth });
   if (b.status >= 300) throw new Error(`bucket: ${b.status}`);
   const bare = await startBareFileServer(scratch);
+  // The hops the bytes cross besides the store's own server (the front and workerd), as bare TCP relays.
+  const relayA = await startRelay(new URL(bare.url));
+  const relayed = await startRelay(new URL(relayA.url));
   try {
+    const catalog = await catalogFloor(dir, dynamoPort);
     console.log('\n4. Storage through {base_url} against a bare node:http server in its own process (same disk, PUT with fsync)');
+    console.log(`   DynamoDB Local (persisted, as npm start runs it): the read a GET or PUT starts with p50 ${ms(catalog.read)}, a PUT's flip with its receipt p50 ${ms(catalog.flip)}`);
     for (const size of [1 * MiB, 32 * MiB]) {
       const bytes = randomBytes(size);
       const object = `${base}/v0/projects/${projectId}/storage/objects/bench/o-${size}`;
       const put = { ...auth, 'content-type': 'application/octet-stream' };
       const rounds = size > MiB ? 4 : 12;
-      const best = { servicePut: Infinity, bare_put: Infinity, serviceGet: Infinity, bareGet: Infinity };
+      const best = { servicePut: Infinity, bare_put: Infinity, serviceGet: Infinity, bareGet: Infinity, relayPut: Infinity, relayGet: Infinity };
       for (let i = 0; i < rounds; i++) {
         best.bare_put = Math.min(best.bare_put, (await timed(`${bare.url}/o-${size}`, 'PUT', {}, bytes)).ms);
         best.servicePut = Math.min(best.servicePut, (await timed(object, 'PUT', put, bytes)).ms);
+        best.relayPut = Math.min(best.relayPut, (await timed(`${relayed.url}/r-${size}`, 'PUT', {}, bytes)).ms);
         best.bareGet = Math.min(best.bareGet, (await timed(`${bare.url}/o-${size}`, 'GET', {})).ms);
         const got = await timed(object, 'GET', auth);
         if (got.digest !== createHash('sha256').update(bytes).digest('hex')) throw new Error('GET answered other bytes');
         best.serviceGet = Math.min(best.serviceGet, got.ms);
+        best.relayGet = Math.min(best.relayGet, (await timed(`${relayed.url}/r-${size}`, 'GET', {})).ms);
       }
       const label = `${size / MiB} MiB`;
       const mibs = (t: number) => `${(size / MiB / (t / 1000)).toFixed(1).padStart(7)} MiB/s`;
-      for (const [op, svc, raw] of [['PUT', best.servicePut, best.bare_put], ['GET', best.serviceGet, best.bareGet]] as const) {
+      for (const [op, svc, raw, hops, db] of [
+        ['PUT', best.servicePut, best.bare_put, best.relayPut, catalog.flip],
+        ['GET', best.serviceGet, best.bareGet, best.relayGet, catalog.read],
+      ] as const) {
         const ratio = raw / svc;
         console.log(`   ${op} ${label.padEnd(7)} service ${ms(svc).padStart(11)} ${mibs(svc)}   bare ${ms(raw).padStart(11)} ${mibs(raw)}   ratio ${ratio.toFixed(3)} (target >= 0.5)   ${verdict(ratio >= 0.5)}`);
+        // The floor of the service: the bytes through two bare relays, plus the catalog call the
+        // request cannot do without (the read before a GET's bytes, the flip after a PUT's).
+        console.log(`       ceiling: bare behind 2 bare relays ${ms(hops)} + ${op === 'PUT' ? 'flip' : 'read'} ${ms(db)} = ${ms(hops + db)}: ratio at most ${(raw / (hops + db)).toFixed(3)}`);
       }
     }
 
@@ -611,7 +684,7 @@ async function storage(base: string, token: string, projectId: string, stackPid:
     console.log('\n5. Memory: the whole stack (supervisor, front, DynamoDB Local, agent, engine, miniflare/workerd)');
     console.log(`   idle ${(idle / MiB).toFixed(1)} MiB, peak during a 32 MiB upload ${(peak / MiB).toFixed(1)} MiB: ${above.toFixed(1)} MiB above idle (target < 16 MiB)   ${verdict(above < 16)}`);
   } finally {
-    bare.child.kill();
+    for (const child of [bare.child, relayA.child, relayed.child]) child.kill();
   }
 }
 
@@ -656,7 +729,7 @@ async function main(): Promise<void> {
     if (SECTIONS.has('v2')) await dataPlane(base, key, engine, stack.dataplaneUrl, stack.child.pid!);
     if (SECTIONS.has('control')) await controlPlane(base, token, project.id, dir, stack.dynamoPort);
     if (SECTIONS.has('realtime')) await realtime(base, token, project.id, stack.child.pid!);
-    if (SECTIONS.has('storage') || SECTIONS.has('memory')) await storage(base, token, project.id, stack.child.pid!, scratch);
+    if (SECTIONS.has('storage') || SECTIONS.has('memory')) await storage(base, token, project.id, stack.child.pid!, scratch, dir, stack.dynamoPort);
   } finally {
     const exited = new Promise((r) => stack.child.once('exit', r));
     stack.child.kill('SIGTERM');
