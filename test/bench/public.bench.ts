@@ -146,7 +146,10 @@ async function startStack(dir: string): Promise<{ child: ChildProcess; url: stri
   });
   // The agent's own /v2 listener, from its ready line (an arm of its own: what the hand-over costs).
   const dataplaneUrl = /\/v2 at (http:\/\/[^,)\s]+)/.exec(out)?.[1];
-  if (!dataplaneUrl) throw new Error(`no /v2 listener in the stack's output: ${out}`);
+  if (!dataplaneUrl) {
+    child.kill('SIGTERM');
+    throw new Error(`no /v2 listener in the stack's output: ${out}`);
+  }
   return { child, url, dynamoPort, dataplaneUrl };
 }
 
