@@ -6,25 +6,16 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { tempDir, uniqueTable } from '../helpers/env.ts';
-import { checkedJson } from '../helpers/openapi.ts';
+import { callJson, sendJson } from '../helpers/http.ts';
 
 let stack: Stack;
 let dir: ReturnType<typeof tempDir>;
 let owner: string;
 let other: string;
 
-async function send(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; headers: Headers; body: any }> {
-  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(`${stack.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: r.status, headers: r.headers, body: await checkedJson(stack.url, method, path, r) };
-}
-
-async function ok(method: string, path: string, token: string, body?: unknown, status = 200): Promise<any> {
-  const r = await send(method, path, token, body);
-  expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBe(status);
-  return r.body;
-}
+/** One request over HTTP; the body checked against the service's OpenAPI document. */
+const send = (method: string, path: string, token?: string, body?: unknown) => sendJson(stack.url, method, path, token, body);
+const ok = (method: string, path: string, token: string, body?: unknown, status = 200) => callJson(stack.url, method, path, token, body, status);
 
 /** A `/v2` statement through the front with a project key: the status only. */
 async function v2(key: string): Promise<number> {
