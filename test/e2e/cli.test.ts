@@ -9,9 +9,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { REPO, tempDir } from '../helpers/env.ts';
 
 const MiB = 1024 * 1024;
 const CLI = join(REPO, 'dist/client/svc.mjs');
@@ -77,13 +78,7 @@ async function ok(args: string[], options: Parameters<typeof svc>[1] = {}): Prom
 }
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_STORAGE_MAX_BYTES: String(128 * MiB) },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir, { SVCD_STORAGE_MAX_BYTES: String(128 * MiB) });
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();

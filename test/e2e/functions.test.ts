@@ -7,9 +7,10 @@
  * replayed, its workers die with the agent, and the function survives the restart.
  */
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { tempDir } from '../helpers/env.ts';
 import { FunctionsClient, httpSend, MODULES } from '../helpers/functions.ts';
 import { checkedJson } from '../helpers/openapi.ts';
 import { alive, cmdline, descendants } from '../helpers/procs.ts';
@@ -39,13 +40,7 @@ async function ok(method: string, path: string, body?: unknown, status = 200): P
 
 beforeAll(async () => {
   dir = tempDir('svc-e2e-functions-');
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_CLOUD_ORIGIN: ORIGIN },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir, { SVCD_CLOUD_ORIGIN: ORIGIN });
   fns = new FunctionsClient(httpSend(stack.url));
   const signedUp = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
   token = ((await signedUp.json()) as { token: string }).token;

@@ -4,9 +4,10 @@
  * real host agent and engine, over HTTP only; every JSON answer, errors included, is checked against
  * the service's own OpenAPI document.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { tempDir } from '../helpers/env.ts';
 import { callJson, sendJson } from '../helpers/http.ts';
 
 let stack: Stack;
@@ -23,13 +24,7 @@ const ok = (method: string, path: string, token: string, body?: unknown, status 
 
 beforeAll(async () => {
   dir = tempDir('svc-e2e-deletions-');
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir);
   owner = (await ok('POST', '/v0/signup', '', {}, 201)).token;
   other = (await ok('POST', '/v0/signup', '', {}, 201)).token;
   id = (await ok('POST', '/v0/projects', owner, { name: 'deletions' }, 201)).id;

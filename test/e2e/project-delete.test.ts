@@ -3,9 +3,10 @@
  * handlers bundle in miniflare with the real host agent and engine behind the local front, over HTTP
  * only; every JSON answer, errors included, is checked against the service's own OpenAPI document.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { tempDir } from '../helpers/env.ts';
 import { callJson, sendJson } from '../helpers/http.ts';
 
 let stack: Stack;
@@ -42,13 +43,7 @@ async function refusedToAllButTheOwner(method: string, path: string, key: string
 
 beforeAll(async () => {
   dir = tempDir('svc-e2e-project-delete-');
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir);
   owner = (await ok('POST', '/v0/signup', '', {}, 201)).token;
   other = (await ok('POST', '/v0/signup', '', {}, 201)).token;
 });

@@ -6,10 +6,11 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
 import { patternBytes, webStreamOf } from '../helpers/bytes.ts';
-import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { REPO, tempDir } from '../helpers/env.ts';
 import { rssGrowth } from '../helpers/memory.ts';
 
 type Sdk = typeof import('../../client/index.ts');
@@ -26,13 +27,7 @@ let key: string;
 
 beforeAll(async () => {
   sdk = (await import(pathToFileURL(join(REPO, 'dist/client/index.mjs')).href)) as Sdk;
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_STORAGE_MAX_BYTES: String(64 * MiB) },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir, { SVCD_STORAGE_MAX_BYTES: String(64 * MiB) });
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();

@@ -4,22 +4,17 @@
  * next request, whatever the route — JSON, object bytes, the realtime stream — and `GET /v0/me`
  * answers the account. Needs dist/worker.js (`npm test` builds it first).
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { tempDir } from '../helpers/env.ts';
 import { callJson } from '../helpers/http.ts';
 
 const dir = tempDir('svc-sessions-stack-');
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startSuiteStack(dir.dir);
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
