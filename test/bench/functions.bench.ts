@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   let bare: ChildProcess | undefined;
   try {
     ({ child: agent } = await startWithLine([join(REPO, 'bin/svc-agent')], env));
-    const node = await startWithLine([join(REPO, 'node_modules/.bin/node'), join(REPO, 'dist/node-server.mjs')], { ...env, SVCD_PORT: '0' });
+    const node = await startWithLine([join(REPO, 'node_modules/.bin/node'), join(REPO, 'dist/node-server.mjs')], { ...env, SVCD_PORT: '0', SVCD_LOG_LEVEL: 'warn' });
     handlers = node.child;
     const base = (JSON.parse(node.line) as { url: string }).url;
     const call = async (method: string, path: string, token?: string, body?: string, type = 'application/json') => {
