@@ -10,11 +10,10 @@
  * `observeFunctionInvocation`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
-import { answerClientErrors, answerError, listen, SERVER_OPTIONS } from '../shared/http/node-http.ts';
+import { answerError, SERVER_OPTIONS, startServed } from '../shared/http/node-http.ts';
 import type { Served } from '../shared/http/node-http.ts';
 import type { Log } from '../shared/log.ts';
 
@@ -169,19 +168,7 @@ export async function startMetricsListener(metrics: AgentMetrics, host: string, 
       (err: unknown) => answerError(req, res, err, newRequestId()),
     );
   });
-  answerClientErrors(server);
-  await listen(server, host, port, 'SVCD_METRICS_PORT');
-  const actual = (server.address() as AddressInfo).port;
-  return {
-    server,
-    port: actual,
-    url: `http://${host}:${actual}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return startServed(server, host, port, 'SVCD_METRICS_PORT');
 }
 
 /**

@@ -384,8 +384,17 @@ export async function serveFetch(
         answerError(req, res, new ServiceError('internal', `internal error (request ${requestId})`), requestId);
       });
   });
-  answerClientErrors(server);
   server.keepAliveTimeout = 65_000;
+  return startServed(server, host, port, setting);
+}
+
+/**
+ * Answers `server`'s client errors with the envelope, listens on host:port (`setting` names the
+ * port in a busy-port message), and answers it as `Served`: its real port and URL, and a close that
+ * also ends idle keep-alive connections.
+ */
+export async function startServed(server: Server, host: string, port: number, setting?: string): Promise<Served> {
+  answerClientErrors(server);
   await listen(server, host, port, setting);
   const actual = (server.address() as AddressInfo).port;
   return {
