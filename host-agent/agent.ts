@@ -39,6 +39,7 @@ import { sweepLeftovers } from './sweep.ts';
 import { AgentMetrics, startMetricsListener } from './metrics.ts';
 import type { Log } from '../shared/log.ts';
 import { within } from './tenants/processes.ts';
+import { EngineLaunch } from './tenants/engine-launch.ts';
 import { EnginePin } from './tenants/pin.ts';
 import { Tenants } from './tenants/tenants.ts';
 
@@ -75,9 +76,12 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const root = resolve(cwd, settings.SVCD_ROOT);
   mkdirSync(root, { recursive: true });
   const engineBin = resolve(cwd, settings.SVCD_ENGINE_BIN);
-  const pin = await EnginePin.check(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS, log);
-  const db = options.db ?? createDb(settings);
   const agentId = agentIdentity(root, settings.SVCD_AGENT_ID);
+  // Every engine process runs as the engine user in a cgroup of its own (docs/lifecycle.md "Engine
+  // isolation"); the pin check runs the binary the same way, so a binary that user cannot run fails it.
+  const engineLaunch = new EngineLaunch({ settings, agentId, engineBin, log });
+  const pin = await EnginePin.check(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS, log, (args) => engineLaunch.command(args, null).argv);
+  const db = options.db ?? createDb(settings);
   const now = () => Date.now();
   const realtime = new RealtimeHub({
     maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
@@ -105,6 +109,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId,
     root,
     engineBin,
+    launch: engineLaunch,
     pin,
     log,
     now,

@@ -113,12 +113,18 @@ export interface PinCheck {
   reason: string | null;
 }
 
-/** Checks that the engine binary runs and reports the pinned version (contract "Versioning" 3). */
-export async function checkPin(bin: string, timeoutMs = 15000): Promise<PinCheck> {
+/**
+ * Checks that the engine binary runs and reports the pinned version (contract "Versioning" 3). `argv`
+ * makes the command as the agent runs engines (host-agent/tenants/engine-launch.ts: as the engine
+ * user), so a binary that user cannot run fails the check; it throws when no engine can run here.
+ */
+export async function checkPin(bin: string, timeoutMs = 15000, argv: (args: string[]) => string[] = (args) => [bin, ...args]): Promise<PinCheck> {
   let result: EngineResult;
   try {
-    result = await runCommand(bin, ['version', '--json'], engineEnvironment(null), timeoutMs);
+    const [command, ...args] = argv(['version', '--json']);
+    result = await runCommand(command!, args, engineEnvironment(null), timeoutMs);
   } catch (err) {
+    if (!(err as NodeJS.ErrnoException).code) return { ok: false, version: null, reason: (err as Error).message };
     return { ok: false, version: null, reason: `engine binary ${bin} cannot run (${(err as NodeJS.ErrnoException).code ?? err})` };
   }
   if (result.code !== 0 || !result.json) {

@@ -16,6 +16,18 @@ describe('settings', () => {
     expect(() => enginePortRange(loadSettings({ ...secrets, SVCD_ENGINE_PORTS: '30009-30000' }))).toThrow(/SVCD_ENGINE_PORTS/);
   });
 
+  it('give engines an unprivileged user, a memory limit, one core and a 30 s statement limit by default; never uid or gid 0', () => {
+    const unset = loadSettings(secrets);
+    expect(unset.SVCD_ENGINE_UID).toBe(65533);
+    expect(unset.SVCD_ENGINE_GID).toBe(65533);
+    expect(unset.SVCD_ENGINE_MEMORY_MB).toBe(1024);
+    expect(unset.SVCD_ENGINE_CPU_PERCENT).toBe(100);
+    expect(unset.SVCD_ENGINE_STATEMENT_TIMEOUT_MS).toBe(30_000);
+    expect(() => loadSettings({ ...secrets, SVCD_ENGINE_UID: '0' })).toThrow(/SVCD_ENGINE_UID/);
+    expect(() => loadSettings({ ...secrets, SVCD_ENGINE_GID: '0' })).toThrow(/SVCD_ENGINE_GID/);
+    expect(loadSettings({ ...secrets, SVCD_ENGINE_CPU_PERCENT: '0' }).SVCD_ENGINE_CPU_PERCENT).toBe(0);
+  });
+
   it('name a missing secret in one line', () => {
     expect(() => loadSettings({ ...secrets, SVCD_KEY_PEPPER: undefined })).toThrow(/^invalid setting SVCD_KEY_PEPPER: is required$/);
   });

@@ -67,6 +67,16 @@ export const settingsSchema = z.object({
     .default('20000-20999'),
   SVCD_ENGINE_START_TIMEOUT_MS: int(100, 600000).default(15000),
   SVCD_ENGINE_STOP_TIMEOUT_MS: int(100, 600000).default(10000),
+  // Engine isolation (docs/lifecycle.md "Engine isolation"). An agent running as root starts every
+  // engine process as this unprivileged user and group (never 0; function runtimes use other uids);
+  // each engine gets a cgroup with this memory limit and at most this much CPU (100 = one core, 0 =
+  // no quota; every engine has the same CPU share). A statement running longer than the time limit
+  // is interrupted by the engine (docs/engine.md "Statement time limit").
+  SVCD_ENGINE_UID: int(1, 4294967294).default(65533),
+  SVCD_ENGINE_GID: int(1, 4294967294).default(65533),
+  SVCD_ENGINE_MEMORY_MB: int(64, 1024 * 1024).default(1024),
+  SVCD_ENGINE_CPU_PERCENT: int(0, 100 * 1024).default(100),
+  SVCD_ENGINE_STATEMENT_TIMEOUT_MS: int(10, 3_600_000).default(30_000),
   SVCD_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(10 * 1024 * 1024),
   // Observability (docs/observability.md): the log's least severe level and its format (`auto`:
   // readable lines on a terminal, JSON otherwise), and the host agent's metrics listener.

@@ -8,9 +8,10 @@
 import { closeSync } from 'node:fs';
 import type { Settings } from '../../shared/config.ts';
 import { enginePortRange } from '../../shared/config.ts';
-import { errors } from '../../shared/errors.ts';
+import { errors, ServiceError } from '../../shared/errors.ts';
 import { nowIso } from '../../shared/time.ts';
 import { commandFailure, engineEnvironment, runCommand } from '../engine-cli.ts';
+import type { EngineLaunch } from './engine-launch.ts';
 import { removeRecord, writeJsonDurableAsync } from './files.ts';
 import type { Layout } from './layout.ts';
 import type { TenantLogs } from './logs.ts';
@@ -54,7 +55,8 @@ export interface RunRecord {
 /** What the engines need. */
 export interface EnginesDeps {
   settings: Settings;
-  engineBin: string;
+  /** How engine processes are started: their user, their cgroup, the binary (./engine-launch.ts). */
+  launch: EngineLaunch;
   agentId: string;
   layout: Layout;
   logs: TenantLogs;
@@ -163,6 +165,7 @@ export class Engines {
     const deadline = Date.now() + this.startTimeoutMs;
     const avoid = new Set<number>();
     const dataDir = layout.dataDir(projectId);
+    this.prepare(projectId);
     for (let attempt = 1; ; attempt++) {
       if (this.#deps.closing()) throw shuttingDown();
       const port = await this.#ports.acquire(avoid);
@@ -170,7 +173,7 @@ export class Engines {
       const fd = logs.openAppend(projectId);
       try {
         spawned = spawnServe({
-          bin: this.#deps.engineBin,
+          command: (args) => this.#argv(projectId, args),
           dataDir,
           host: ENGINE_HOST,
           port,
@@ -179,6 +182,10 @@ export class Engines {
           stderrFd: fd,
           onOutput: (text) => logs.appendRaw(projectId, text),
         });
+      } catch (err) {
+        this.#ports.release(port);
+        this.#deps.launch.release(projectId);
+        throw err;
       } finally {
         closeSync(fd);
       }
@@ -214,6 +221,7 @@ export class Engines {
       }
       const how = await stopProcess(spawned.process, 0);
       spawned.process.dispose();
+      this.#deps.launch.release(projectId);
       if (how !== 'lingering') removeRecord(layout.runRecord(projectId));
       this.#ports.release(port);
       const addressInUse = /EADDRINUSE|address already in use/i.test(spawned.earlyOutput());
@@ -250,13 +258,18 @@ export class Engines {
 
   /** Runs a one-shot engine command for a project; its output is logged, its failure mapped. */
   async command(projectId: string, args: string[], what: string, timeoutMs: number): Promise<Record<string, unknown>> {
-    const { logs } = this.#deps;
+    const { logs, launch } = this.#deps;
+    this.prepare(projectId);
     let result;
     try {
-      result = await runCommand(this.#deps.engineBin, args, this.#env, timeoutMs);
+      const [file, ...rest] = this.#argv(projectId, args);
+      result = await runCommand(file!, rest, this.#env, timeoutMs);
     } catch (err) {
+      if (err instanceof ServiceError) throw err;
       this.#deps.log(`agent: engine ${args[0]} for ${projectId} could not run: ${(err as Error).message}`);
       throw errors.orchestrator('this host cannot run tenants: the engine binary cannot be run');
+    } finally {
+      launch.release(projectId);
     }
     if (result.code === 0 && result.json && !('error' in result.json)) {
       logs.append(projectId, `engine ${args[0]}: ok`);
@@ -266,6 +279,33 @@ export class Engines {
     logs.append(projectId, `engine ${args.join(' ')}: failed (${result.timedOut ? 'timed out' : `exit ${result.code ?? result.signal}`}): ${detail}`);
     logs.appendRaw(projectId, result.stderr);
     throw commandFailure(result, what);
+  }
+
+  /** Makes a directory the engine builds in, only the engine user's (./engine-launch.ts `privateDir`). */
+  privateDir(dir: string): void {
+    this.#deps.launch.privateDir(dir);
+  }
+
+  /** The project's directories as its engine needs them (./engine-launch.ts `prepareProject`); 502 when they cannot be. */
+  prepare(projectId: string): void {
+    try {
+      this.#deps.launch.prepareProject(this.#deps.layout, projectId);
+    } catch (err) {
+      this.#deps.log(`agent: preparing the directories of ${projectId} for its engine failed: ${(err as Error).message}`);
+      throw errors.upstream('the engine cannot be started: its directories could not be prepared');
+    }
+  }
+
+  /** The argv of an engine process of the project (its cgroup made first); a refusal is 503 or 502. */
+  #argv(projectId: string, args: string[]): string[] {
+    const { launch, log } = this.#deps;
+    if (launch.problem) throw errors.orchestrator('this host cannot run tenants: engines cannot be started as their user');
+    try {
+      return launch.command(args, projectId).argv;
+    } catch (err) {
+      log(`agent: the cgroup of ${projectId}'s engine could not be made: ${(err as Error).message}`);
+      throw errors.upstream('the engine cannot be started: its cgroup could not be made');
+    }
   }
 
   /** Null when the engine is ready; otherwise why not (for the client: no engine output in it). */
@@ -298,6 +338,7 @@ export class Engines {
     if (this.#live.get(live.projectId) === live) this.#live.delete(live.projectId);
     this.#ports.release(live.port);
     live.proc.dispose();
+    this.#deps.launch.release(live.projectId);
     removeRecordQuietly(this.#deps.layout.runRecord(live.projectId), log);
     for (const listener of this.#exitListeners) {
       try {

@@ -32,13 +32,18 @@ export class EnginePin implements PinView {
   readonly #bin: string;
   readonly #timeoutMs: number;
   readonly #log: (line: string) => void;
+  readonly #argv: ((args: string[]) => string[]) | undefined;
   #check: PinCheck;
   #identity: string | null;
   #running: Promise<PinCheck> | null = null;
 
-  /** `first` is the check made at the agent's start. */
-  constructor(bin: string, first: PinCheck, timeoutMs: number, log: (line: string) => void) {
+  /**
+   * `first` is the check made at the agent's start; `argv` makes the version command the way engines
+   * are started (./engine-launch.ts), default the binary alone.
+   */
+  constructor(bin: string, first: PinCheck, timeoutMs: number, log: (line: string) => void, argv?: (args: string[]) => string[]) {
     this.#bin = bin;
+    this.#argv = argv;
     this.#check = first;
     this.#timeoutMs = timeoutMs;
     this.#log = log;
@@ -46,10 +51,10 @@ export class EnginePin implements PinView {
   }
 
   /** Runs the first check of `bin` (logged when it fails) and answers the pin over it. */
-  static async check(bin: string, timeoutMs: number, log: (line: string) => void): Promise<EnginePin> {
-    const first = await checkPin(bin, timeoutMs);
+  static async check(bin: string, timeoutMs: number, log: (line: string) => void, argv?: (args: string[]) => string[]): Promise<EnginePin> {
+    const first = await checkPin(bin, timeoutMs, argv);
     if (!first.ok) log(`agent: engine pin check failed: ${first.reason}; tenants cannot run on this host`);
-    return new EnginePin(bin, first, timeoutMs, log);
+    return new EnginePin(bin, first, timeoutMs, log, argv);
   }
 
   get ok(): boolean {
@@ -77,7 +82,7 @@ export class EnginePin implements PinView {
       this.#check = { ok: false, version: null, reason: `engine binary ${this.#bin} is missing or not executable` };
       this.#identity = null;
     } else if (!this.#check.ok || identity !== this.#identity) {
-      this.#running ??= checkPin(this.#bin, this.#timeoutMs).finally(() => {
+      this.#running ??= checkPin(this.#bin, this.#timeoutMs, this.#argv).finally(() => {
         this.#running = null;
       });
       const pin = await this.#running;

@@ -52,13 +52,15 @@ export interface SpawnedServe {
 const NOT_READY_GRACE_MS = 500;
 
 /**
- * Spawns `bin serve --data-dir D --listen host:port --max-body-bytes N` in its own process group (so a terminal's Ctrl-C
+ * Spawns `serve --data-dir D --listen host:port --max-body-bytes N` in its own process group (so a terminal's Ctrl-C
  * reaches only the agent, which stops engines in order, and engines outlive a killed agent to be
  * adopted). stdout is a pipe only for the ready line; after it, stdout goes to `onOutput`. stderr is
- * the log file descriptor itself (logs.ts explains why).
+ * the log file descriptor itself (logs.ts explains why). SIGKILL goes to the whole process group:
+ * nothing the engine started outlives it.
  */
 export function spawnServe(options: {
-  bin: string;
+  /** The engine's argv up to its command (./engine-launch.ts: the cgroup, the engine user, the binary); `serve …` is appended. */
+  command: (args: string[]) => string[];
   dataDir: string;
   host: string;
   port: number;
@@ -68,8 +70,16 @@ export function spawnServe(options: {
   stderrFd: number;
   onOutput: (text: string) => void;
 }): SpawnedServe {
-  const args = ['serve', '--data-dir', options.dataDir, '--listen', `${options.host}:${options.port}`, '--max-body-bytes', String(options.maxBodyBytes)];
-  const child = spawn(options.bin, args, {
+  const [file, ...args] = options.command([
+    'serve',
+    '--data-dir',
+    options.dataDir,
+    '--listen',
+    `${options.host}:${options.port}`,
+    '--max-body-bytes',
+    String(options.maxBodyBytes),
+  ]);
+  const child = spawn(file!, args, {
     detached: true,
     stdio: ['ignore', 'pipe', options.stderrFd],
     env: options.env,
@@ -155,6 +165,7 @@ export function spawnServe(options: {
     alive: () => !gone,
     signal(sig) {
       if (gone || child.pid === undefined) return false;
+      if (sig === 'SIGKILL') killGroup(child.pid);
       try {
         return child.kill(sig);
       } catch {
@@ -167,6 +178,19 @@ export function spawnServe(options: {
     },
   };
   return { process: proc, child, ready, earlyOutput: () => buffer, exitStatus: () => status };
+}
+
+/**
+ * SIGKILLs the process group an engine leads (engines are spawned detached, so their pid is their
+ * group's id): a helper process of the engine dies with it. The caller checked that `pid` is still the
+ * engine, so the group is its own.
+ */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // not a group leader, or the group is gone
+  }
 }
 
 function formatStatus(status: { code: number | null; signal: NodeJS.Signals | null } | null): string {
@@ -209,6 +233,7 @@ export function adoptProcess(pid: number, startTime: string | null, pollMs = 100
         check();
         return false;
       }
+      if (sig === 'SIGKILL') killGroup(pid);
       try {
         process.kill(pid, sig);
         return true;

@@ -4,7 +4,7 @@
  * `replaced/<ts>-<snap>/`, fresh → `data/`). The journal written first lets the agent's start finish
  * or undo a restore a crash interrupted. Nothing is deleted; the tenant stays asleep.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { getSnapshot, type SnapshotBackup } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
@@ -39,7 +39,10 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   await deps.pin.ensure();
   const tenantDir = layout.tenantDir(projectId);
   const dataDir = layout.dataDir(projectId);
-  const fresh = join(tenantDir, `${RESTORE_STAGING_PREFIX}${dirStamp(deps.now())}-${snapshotId}`);
+  // The engine restores into `data` inside a staging directory only the engine user may use
+  // (docs/lifecycle.md "Engine isolation"): it writes nowhere in the agent's own `tenants/<p>/`.
+  const staging = join(tenantDir, `${RESTORE_STAGING_PREFIX}${dirStamp(deps.now())}-${snapshotId}`);
+  const fresh = join(staging, 'data');
   mkdirSync(tenantDir, { recursive: true });
   // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
   // this agent does not know of (none should exist) would answer lock_held here: 409, nothing moved.
@@ -48,9 +51,11 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   writeJsonDurable(layout.restoreJournal(projectId), journal);
   let restoreOutput: Record<string, unknown>;
   try {
+    engines.privateDir(staging);
     restoreOutput = await engines.command(projectId, ['restore', '--backup', snapshot.backup_dir, '--target', fresh, '--json'], 'restore', engines.longTimeoutMs);
   } catch (err) {
     repairRestore(layout, deps.logs, projectId);
+    rmSync(staging, { recursive: true, force: true });
     throw err;
   }
   // The commit point: once data/ has moved aside, the agent's start rolls the swap forward. The
@@ -65,6 +70,10 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   }
   renameDurable(fresh, dataDir);
   removeRecord(layout.restoreJournal(projectId));
+  // Empty now; a crash before this leaves it to the start's sweep of `restoring-…` directories.
+  rmSync(staging, { recursive: true, force: true });
+  // The restored directory is the engine user's alone, as every data directory (mode 0700).
+  engines.prepare(projectId);
   const restoredAt = nowIso(deps.now());
   deps.logs.append(projectId, `restored snapshot ${snapshotId}; previous data directory retained in ${hadData ? replaced : '(none)'}`);
   return { snapshotId, restoredAt, dataDir, replacedDir: hadData ? replaced : null, restoreOutput, backup: snapshot.backup };
@@ -96,7 +105,9 @@ export function repairRestore(layout: Layout, logs: TenantLogs, projectId: strin
       logs.append(projectId, `interrupted restore of ${String(journal.snapshot_id)} undone at start`);
     }
   } else if (freshThere) {
-    const unapplied = join(layout.unappliedRoot(projectId), basename(fresh).replace(/^restoring-/, ''));
+    // `fresh` is `restoring-<ts>-<snap>/data`, or `restoring-<ts>-<snap>` itself in a journal of an older agent.
+    const staging = basename(fresh) === 'data' ? basename(dirname(fresh)) : basename(fresh);
+    const unapplied = join(layout.unappliedRoot(projectId), staging.replace(/^restoring-/, ''));
     mkdirSync(dirname(unapplied), { recursive: true });
     renameDurable(fresh, unapplied);
     logs.append(projectId, `interrupted restore of ${String(journal.snapshot_id)} undone; its directory kept in ${unapplied}`);

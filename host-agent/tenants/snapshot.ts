@@ -21,7 +21,7 @@ export interface SnapshotDeps {
   logs: TenantLogs;
   now: () => number;
   pin: EnginePin;
-  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs'>;
+  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs' | 'privateDir' | 'prepare'>;
 }
 
 /**

@@ -26,6 +26,7 @@ import { adoptOrStop } from './adoption.ts';
 import { EngineSlots } from './capacity.ts';
 import { finishDeletion, finishInBackground, markDeleting, type DeletionRequest } from './delete.ts';
 import { Engines, type Live, type LiveEndpoint } from './engine.ts';
+import { EngineLaunch } from './engine-launch.ts';
 import { headOf, type Head } from './head.ts';
 import { SnapshotHolds } from './holds.ts';
 import { initDataDir } from './init.ts';
@@ -53,6 +54,8 @@ export interface TenantsDeps {
   root: string;
   /** Absolute path of the engine binary. */
   engineBin: string;
+  /** How engines are started (./engine-launch.ts); default: one made from the settings. */
+  launch?: EngineLaunch;
   /** The pin check, already run once at the agent's start. */
   pin: EnginePin;
   log: (line: string) => void;
@@ -76,6 +79,8 @@ const LOG_SWEEP_MS = 10_000;
 export class Tenants {
   readonly layout: Layout;
   readonly logs: TenantLogs;
+  /** How this agent starts engines: their user and cgroups (./engine-launch.ts). */
+  readonly launch: EngineLaunch;
   readonly #deps: TenantsDeps;
   readonly #queue = new ProjectQueue();
   readonly #engines: Engines;
@@ -91,9 +96,10 @@ export class Tenants {
     const { settings, log, now } = deps;
     this.layout = layoutOf(deps.root);
     this.logs = new TenantLogs(this.layout, settings.SVCD_LOG_MAX_BYTES, now);
+    this.launch = deps.launch ?? new EngineLaunch({ settings, agentId: deps.agentId, engineBin: deps.engineBin, log });
     this.#engines = new Engines({
       settings,
-      engineBin: deps.engineBin,
+      launch: this.launch,
       agentId: deps.agentId,
       layout: this.layout,
       logs: this.logs,
@@ -148,6 +154,8 @@ export class Tenants {
     const { layout, logs } = this;
     const { log, settings } = this.#deps;
     for (const dir of [layout.tenants, layout.snapshots, layout.run, layout.logs, layout.compileCache]) mkdirSync(dir, { recursive: true });
+    // Engines run as their own user: it must reach the layout and own its compile cache.
+    this.launch.prepareLayout(layout);
 
     const tenants = readdirSync(layout.tenants).filter((name) => ID_PATTERNS.prj.test(name));
     for (const projectId of tenants) {
@@ -174,6 +182,8 @@ export class Tenants {
       track: (live: Live) => this.#engines.track(live),
     };
     await Promise.all(records.map((file) => adoptOrStop(adoption, file.slice(0, -'.json'.length))));
+    // Groups a previous run left empty go; an adopted engine's keeps its process, and its group.
+    this.launch.sweep();
 
     const known = new Set([...tenants, ...this.#engines.projects()]);
     await bounded([...known], 8, (projectId) => this.#states.correctAtStart(projectId));
@@ -212,6 +222,7 @@ export class Tenants {
         }
       }),
     );
+    this.launch.sweep();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -241,8 +252,12 @@ export class Tenants {
     await this.#deps.pin.ensure();
     mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
     if (!existsSync(this.layout.dataDir(projectId))) {
-      await initDataDir(this.layout, projectId, this.#deps.now(), (dir) =>
-        engines.command(projectId, ['init', '--data-dir', dir, '--json'], 'wakeup', engines.startTimeoutMs),
+      await initDataDir(
+        this.layout,
+        projectId,
+        this.#deps.now(),
+        (dir) => engines.privateDir(dir),
+        (dir) => engines.command(projectId, ['init', '--data-dir', dir, '--json'], 'wakeup', engines.startTimeoutMs),
       );
     }
     // The state is written while the engine boots, not after it: the write leaves the critical path.

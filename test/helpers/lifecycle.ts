@@ -125,5 +125,7 @@ ${branches}exec "${ENGINE}" "$@"
 `;
   writeFileSync(path, script);
   chmodSync(path, 0o755);
+  // A root agent runs engines as their own user (docs/lifecycle.md "Engine isolation"): it must reach the fake.
+  chmodSync(dir, 0o755);
   return path;
 }
