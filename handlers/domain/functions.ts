@@ -16,8 +16,9 @@ import { pathParam } from '../../shared/http/body.ts';
 import { isHopByHop, connectionTokens } from '../../shared/http/hop-by-hop.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
 import {
-  FUNCTION_HEADER_PREFIX,
+  FUNCTION_CLIENT_HEADER_PREFIX,
   FUNCTION_HEADERS,
+  functionSeesHeader,
   type Deployed,
   type FunctionLogs,
   type FunctionSettings,
@@ -145,11 +146,21 @@ export interface InvokeInput {
   requestId: string;
   invoker: Invoker;
   name: string;
+  /** The client's method. */
   method: string;
   /** The path after `/invoke` as received (possibly empty), and the query with its `?` (or empty). */
   rest: string;
   search: string;
+  /**
+   * The client's headers as it sent them, credential and all (the route undid what the runtime
+   * the handlers run in changed); the function's are chosen from them here.
+   */
   headers: Headers;
+  /** Whether the client sent a body (a `Content-Length` above 0, or chunked), whatever its method. */
+  hasBody: boolean;
+  /** The `Content-Length` the client declared, or null. */
+  length: number | null;
+  /** The body when `hasBody`. */
   body: ReadableStream<Uint8Array> | null;
   /** `CLOUD_ORIGIN`: the service's origin as the function should see it. */
   origin: string;
@@ -168,19 +179,13 @@ export async function invokeFunction(deps: Deps, input: InvokeInput): Promise<Re
   const { invoker } = input;
   const agent = await invocationAgent(deps, invoker);
   const projectId = invoker.kind === 'session' ? invoker.project.id : invoker.projectId;
-  const headers = relayedRequestHeaders(input.headers);
-  headers[FUNCTION_HEADERS.origin] = input.origin;
-  if (invoker.kind === 'key') headers[FUNCTION_HEADERS.key] = invoker.key;
-  const length = input.headers.get('content-length');
-  if (length !== null && /^\d{1,15}$/.test(length.trim())) headers[FUNCTION_HEADERS.length] = length.trim();
-  // A HEAD travels as a marked GET, as on the agent's own hop to the worker: the service's own
-  // refusals then keep their envelope, and the function's answer comes back without a body.
-  const head = input.method === 'HEAD';
-  if (head) headers[FUNCTION_HEADERS.method] = 'HEAD';
+  const hop = invocationHop(input);
+  hop.headers[FUNCTION_HEADERS.origin] = input.origin;
+  if (invoker.kind === 'key') hop.headers[FUNCTION_HEADERS.key] = invoker.key;
   let upstream: Response;
   try {
-    upstream = await deps.agents.fetch(agent, head ? 'GET' : input.method, `/internal/v1/projects/${projectId}/functions/${input.name}/invoke${input.rest}${input.search}`, {
-      raw: { body: input.body, headers },
+    upstream = await deps.agents.fetch(agent, hop.method, `/internal/v1/projects/${projectId}/functions/${input.name}/invoke${input.rest}${input.search}`, {
+      raw: { body: input.hasBody ? input.body : null, headers: hop.headers },
       requestId: input.requestId,
       signal: input.signal,
       passThrough: true,
@@ -193,7 +198,36 @@ export async function invokeFunction(deps: Deps, input: InvokeInput): Promise<Re
   const answer = relayedAnswerHeaders(upstream.headers);
   const body = NULL_BODY_STATUS.has(upstream.status) ? null : upstream.body;
   if (body === null) await upstream.body?.cancel().catch(() => {});
-  return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: answer });
+  // `encodeBody: 'manual'`: workerd sends the bytes as the function encoded them, where it would
+  // otherwise encode them again by the `Content-Encoding` they carry (Node ignores the field).
+  return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: answer, encodeBody: 'manual' } as ResponseInit);
+}
+
+/**
+ * How an invocation crosses to the agent (docs/functions.md "Inside the host agent"): the method a
+ * fetch can send — a GET or HEAD with a body goes as a POST, a HEAD without one as a GET, each marked
+ * with the client's method — and the headers of that hop: each of the client's headers the function
+ * sees under FUNCTION_CLIENT_HEADER_PREFIX, and whether and how long a body the client sent.
+ */
+export function invocationHop(input: { method: string; headers: Headers; hasBody: boolean; length: number | null }): {
+  method: string;
+  headers: Record<string, string>;
+} {
+  const { method, hasBody } = input;
+  const listed = connectionTokens(input.headers.get('connection') ?? undefined);
+  const headers: Record<string, string> = {};
+  input.headers.forEach((value, name) => {
+    if (!functionSeesHeader(name, listed)) return;
+    const key = FUNCTION_CLIENT_HEADER_PREFIX + name;
+    // Only `Set-Cookie` is listed once per value by Headers; a request has no business sending it.
+    headers[key] = key in headers ? `${headers[key]}, ${value}` : value;
+  });
+  if (input.length !== null) headers[FUNCTION_HEADERS.length] = String(input.length);
+  if (hasBody) headers[FUNCTION_HEADERS.body] = '1';
+  const bodiless = method === 'GET' || method === 'HEAD';
+  const hopMethod = hasBody ? (bodiless ? 'POST' : method) : method === 'HEAD' ? 'GET' : method;
+  if (hopMethod !== method) headers[FUNCTION_HEADERS.method] = method;
+  return { method: hopMethod, headers };
 }
 
 /**
@@ -213,22 +247,6 @@ async function invocationAgent(deps: Deps, invoker: Invoker) {
     throw errors.notFound(`project ${projectId} not found`);
   }
   return agentFor(deps, project, undefined, { reuse: true });
-}
-
-/**
- * The client's headers as the function receives them: without its credential, the hop-by-hop ones,
- * `Host`, `Content-Length` (the agent sends the body with the declared length), the client's
- * `X-Request-Id` (the function sees the service's) and any header of the service's internal names.
- */
-function relayedRequestHeaders(from: Headers): Record<string, string> {
-  const listed = connectionTokens(from.get('connection') ?? undefined);
-  const out: Record<string, string> = {};
-  from.forEach((value, name) => {
-    if (name === 'authorization' || name === 'host' || name === 'content-length' || name === 'x-request-id' || name === 'expect') return;
-    if (name.startsWith(FUNCTION_HEADER_PREFIX) || isHopByHop(name, listed)) return;
-    out[name] = value;
-  });
-  return out;
 }
 
 /**

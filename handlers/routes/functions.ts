@@ -13,7 +13,7 @@
  */
 import type { IRequest } from 'itty-router';
 import { parseBearer } from '../../shared/auth.ts';
-import { errorResponse, errors } from '../../shared/errors.ts';
+import { errorResponse, errors, ServiceError } from '../../shared/errors.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
 import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
 import {
@@ -111,6 +111,7 @@ async function invoke(request: IRequest, ctx: Ctx): Promise<Response> {
   const invoker = await authorizeInvoker(ctx.deps, { token: parseBearer(request.headers), projectIdParam: request.params.id });
   const name = pathParam(request.params.name, 'name', functionNameSchema);
   const url = new URL(request.url);
+  const { hasBody, length, body } = await bodyOf(request);
   return invokeFunction(ctx.deps, {
     requestId: ctx.requestId,
     invoker,
@@ -118,11 +119,67 @@ async function invoke(request: IRequest, ctx: Ctx): Promise<Response> {
     method: request.method,
     rest: url.pathname.replace(INVOKE_PREFIX, ''),
     search: url.search,
-    headers: request.headers,
-    body: request.body,
+    headers: clientHeaders(request),
+    hasBody,
+    length,
+    body,
     origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
     signal: request.signal,
   });
+}
+
+/**
+ * Whether the client sent a body — a `Content-Length` above 0, or a chunked one, whatever the method
+ * — the length it declared, and the body. A request without either header has a body only when its
+ * stream yields a byte: the Node entry gives every request but a GET or HEAD a stream, empty when
+ * the client sent nothing (a request made in process declares nothing either). The Node entry hands
+ * no GET or HEAD body over (a web Request cannot carry one): that is refused rather than the
+ * function given a request without the body the client sent.
+ */
+export async function bodyOf(request: Request): Promise<{ hasBody: boolean; length: number | null; body: ReadableStream<Uint8Array> | null }> {
+  const declared = request.headers.get('content-length')?.trim();
+  const chunked = request.headers.has('transfer-encoding');
+  const length = !chunked && declared !== undefined && /^\d{1,15}$/.test(declared) ? Number(declared) : null;
+  if (chunked || (length !== null && length > 0)) {
+    if (request.body === null) throw new ServiceError('not_implemented', `a ${request.method} with a body cannot be invoked through this entry of the service`);
+    return { hasBody: true, length, body: request.body };
+  }
+  if (length !== null || request.body === null) return { hasBody: false, length, body: null };
+  const reader = request.body.getReader();
+  const first = await reader.read();
+  if (first.done) return { hasBody: false, length: null, body: null };
+  let pending: Uint8Array | undefined = first.value;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (pending !== undefined) {
+        controller.enqueue(pending);
+        pending = undefined;
+        return;
+      }
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return { hasBody: true, length: null, body };
+}
+
+/**
+ * The client's headers as it sent them (docs/functions.md "Invoke"), undoing what workerd changes
+ * before the handlers see them, which only workerd's requests (those with a `cf` object) need:
+ * it replaces `Accept-Encoding` with its own and keeps the client's in `cf.clientAcceptEncoding`
+ * (empty when the client sent none, under miniflare), and sets `CF-Connecting-IP` itself.
+ */
+export function clientHeaders(request: Request): Headers {
+  const cf = (request as Request & { cf?: { clientAcceptEncoding?: unknown } | null }).cf;
+  if (cf === undefined || cf === null) return request.headers;
+  const headers = new Headers(request.headers);
+  headers.delete('cf-connecting-ip');
+  const acceptEncoding = cf.clientAcceptEncoding;
+  if (acceptEncoding === '') headers.delete('accept-encoding');
+  else if (typeof acceptEncoding === 'string') headers.set('accept-encoding', acceptEncoding);
+  return headers;
 }
 
 /** The deploy's input, checked in order (credential, id, ownership, name, query, type, length); none reads the body. */

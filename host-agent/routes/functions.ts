@@ -9,13 +9,14 @@
  *   POST   /internal/v1/projects/{id}/function-secrets/changed     → 200 {changed: true}
  *   any    /internal/v1/projects/{id}/functions/{name}/invoke[/{rest}][?query]
  *          x-svc-fn-origin, x-svc-fn-key (a project key to verify) or none (the handlers checked the
- *          owner's session), x-svc-fn-length (the client's Content-Length, which the worker's
- *          request carries in place of this hop's own) → the function's answer, streamed
+ *          owner's session); the client's request: x-svc-fn-h-<name> (each of its headers the
+ *          function sees), x-svc-fn-method (its method where the hop's differs), x-svc-fn-body (it
+ *          sent a body), x-svc-fn-length (its Content-Length) → the function's answer, streamed
  *
  * Invoke is not served by the fetch-style internal API: it is put in front of it on the raw Node
- * server (`attachInvokeStream`) and forwards the request's own stream to the worker with
- * shared/http/forward.ts, so no web stream is made per invocation on the agent. It checks the same
- * internal JWT before any work.
+ * server (`attachInvokeStream`) and hands the request's own stream to the runtime, with the client's
+ * request as the function must see it (`invocationRequest`), so no web stream is made per
+ * invocation on the agent. It checks the same internal JWT before any work.
  */
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { parseBearer, parseProjectKey, verifyInternalToken } from '../../shared/auth.ts';
@@ -28,7 +29,10 @@ import { newRequestId } from '../../shared/ids.ts';
 import { parseOr400 } from '../../shared/validation.ts';
 import {
   deployQuerySchema,
+  FUNCTION_CLIENT_HEADER_PREFIX,
   FUNCTION_HEADERS,
+  FUNCTION_METHODS,
+  functionSeesHeader,
   FUNCTION_LOG_TAIL_DEFAULT,
   functionLogsQuerySchema,
   functionNameSchema,
@@ -185,7 +189,7 @@ function expiryOf(token: string): number | null {
 
 async function invoke(req: IncomingMessage, res: ServerResponse, match: RegExpExecArray, requestId: string, ctx: AgentContext): Promise<void> {
   const headers = new Headers();
-  for (const name of ['authorization', FUNCTION_HEADERS.key, FUNCTION_HEADERS.origin, FUNCTION_HEADERS.length, 'content-length']) {
+  for (const name of ['authorization', FUNCTION_HEADERS.key, FUNCTION_HEADERS.origin]) {
     const value = req.headers[name];
     if (typeof value === 'string') headers.set(name, value);
   }
@@ -201,15 +205,78 @@ async function invoke(req: IncomingMessage, res: ServerResponse, match: RegExpEx
   }
   const origin = parseOr400(cloudOriginSchema, header(headers, FUNCTION_HEADERS.origin), FUNCTION_HEADERS.origin);
   const path = (req.url ?? '').slice(match[0].length);
-  await ctx.functions.invoke(req, res, {
+  const client = invocationRequest(req);
+  asSentByTheClient(req, client);
+  const input = {
     projectId,
     name,
+    ...client,
     path: path === '' || path.startsWith('?') ? `/${path}` : path,
     origin,
-    // The client's declared length; without it, the hop's own (workerd declares the length of a
-    // body it knows; Node's fetch sends a POST without a body with 0).
-    length: intHeader(headers, FUNCTION_HEADERS.length) ?? intHeader(headers, 'content-length'),
     requestId,
-  });
+  };
+  await ctx.functions.invoke(req, res, input);
 }
 
+/** The client's request as the function must see it (docs/functions.md "Invoke"), from the hop that carried it. */
+export interface InvocationRequest {
+  /** The client's method, whatever method the hop used (FUNCTION_HEADERS.method). */
+  method: string;
+  /**
+   * The client's headers the function sees, as flat name/value pairs (lowercase names): those the
+   * handlers sent under FUNCTION_CLIENT_HEADER_PREFIX, and nothing of the hop's own.
+   */
+  headers: string[];
+  /** Whether the client sent a body (a `Content-Length` above 0, or chunked), whatever its method. */
+  hasBody: boolean;
+  /** The client's declared `Content-Length`, or null. */
+  length: number | null;
+}
+
+/**
+ * The client's request from the handlers' hop (docs/functions.md "Inside the host agent"): its
+ * method (the mark of FUNCTION_HEADERS.method, else the hop's), its headers (each sent under
+ * FUNCTION_CLIENT_HEADER_PREFIX, checked again against what a function never sees), whether it had a
+ * body and the length it declared. 400 for a mark or length that is not one.
+ */
+export function invocationRequest(req: IncomingMessage): InvocationRequest {
+  const raw = req.rawHeaders;
+  const headers: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (!name.startsWith(FUNCTION_CLIENT_HEADER_PREFIX)) continue;
+    const own = name.slice(FUNCTION_CLIENT_HEADER_PREFIX.length);
+    if (own !== '' && functionSeesHeader(own, null)) headers.push(own, raw[i + 1]!);
+  }
+  const marked = req.headers[FUNCTION_HEADERS.method];
+  const method = typeof marked === 'string' ? marked : (req.method ?? 'GET');
+  if (!FUNCTION_METHODS.includes(method)) throw errors.invalid(`${FUNCTION_HEADERS.method}: must be one of ${FUNCTION_METHODS.join(', ')}`);
+  const length = nodeIntHeader(req, FUNCTION_HEADERS.length);
+  const body = req.headers[FUNCTION_HEADERS.body];
+  if (body !== undefined && body !== '1') throw errors.invalid(`${FUNCTION_HEADERS.body}: must be 1 when present`);
+  return { method, headers, hasBody: body === '1', length };
+}
+
+/**
+ * Makes `req` itself say what the client sent — its method and exactly the headers the function
+ * sees — so that what reads the request rather than the invocation's input finds the client's
+ * request too, and nothing of the hop's.
+ */
+export function asSentByTheClient(req: IncomingMessage, client: InvocationRequest): void {
+  req.method = client.method;
+  req.rawHeaders = [...client.headers];
+  const object: Record<string, string> = Object.create(null);
+  for (let i = 0; i < client.headers.length; i += 2) {
+    const name = client.headers[i]!;
+    object[name] = name in object ? `${object[name]}, ${client.headers[i + 1]}` : client.headers[i + 1]!;
+  }
+  req.headers = object;
+}
+
+/** A non-negative integer header of `req`, or null; 400 when it is not one. */
+function nodeIntHeader(req: IncomingMessage, name: string): number | null {
+  const raw = req.headers[name];
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) throw errors.invalid(`${name}: must be a non-negative integer`);
+  return Number(raw);
+}

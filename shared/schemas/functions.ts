@@ -4,6 +4,7 @@
  * by the handlers and the host agent.
  */
 import { z } from 'zod';
+import { isHopByHop } from '../http/hop-by-hop.ts';
 import { ID_PATTERNS } from '../ids.ts';
 import { timestampSchema } from './common.ts';
 import { pageAnswerSchema } from './pagination.ts';
@@ -129,7 +130,7 @@ export type FunctionLogs = z.output<typeof functionLogsSchema>;
 export const FUNCTION_HEADERS = {
   /** Deploy: the byte limit the agent enforces too. */
   maxBytes: 'x-svc-fn-max-bytes',
-  /** Deploy: the declared length of the module, when the client declared one. */
+  /** Deploy, invoke: the `Content-Length` the client declared, when it declared one. */
   length: 'x-svc-fn-length',
   /** Deploy, delete: the account id for the receipt. */
   actor: 'x-svc-fn-actor',
@@ -138,13 +139,20 @@ export const FUNCTION_HEADERS = {
   /** Invoke: `CLOUD_ORIGIN` as the function should see it. */
   origin: 'x-svc-fn-origin',
   /**
+   * Invoke, handlers to agent: `1` when the client sent a body (a `Content-Length` above 0, or a
+   * chunked one), whatever its method; the agent never judges by how the hop itself was framed.
+   */
+  body: 'x-svc-fn-body',
+  /**
    * A function's own `Content-Encoding`, renamed on its way through the service so that no HTTP
    * client on the path decodes the body (fetch does); restored before the client gets it.
    */
   contentEncoding: 'x-svc-fn-content-encoding',
   /**
-   * Agent to worker: the request is a HEAD, sent as a GET (undici closes a connection after a HEAD,
-   * and a worker's connections are pipes that cannot be opened again).
+   * The client's method where a hop cannot carry it as it is. Handlers to agent: a HEAD without a
+   * body travels as a GET, a GET or HEAD with a body as a POST (fetch sends neither with a body).
+   * Agent to worker: a HEAD, sent as a GET (undici closes a connection after a HEAD, and a worker's
+   * connections are pipes that cannot be opened again).
    */
   method: 'x-svc-fn-method',
   /** Worker to handlers: the `Content-Length` of an answer to a HEAD, which travels with an empty body. */
@@ -153,6 +161,35 @@ export const FUNCTION_HEADERS = {
 
 /** Prefix of every internal function header. */
 export const FUNCTION_HEADER_PREFIX = 'x-svc-fn-';
+
+/**
+ * Invoke, handlers to agent: every header of the client's request that the function sees travels
+ * under this prefix (`x-svc-fn-h-accept-encoding`), and nothing else becomes one of the function's
+ * headers. No HTTP client on the hop adds, replaces or removes a header of such a name, as workerd's
+ * fetch does with `Accept-Encoding`, `CF-Worker` and `CF-Connecting-IP`, and Node's with `Accept`,
+ * `User-Agent` and others; and the hop's own `X-Request-Id` (the service's) never meets the
+ * client's (docs/functions.md "Inside the host agent").
+ */
+export const FUNCTION_CLIENT_HEADER_PREFIX = 'x-svc-fn-h-';
+
+/** The methods a function is invoked with (docs/functions.md "Invoke"). */
+export const FUNCTION_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/**
+ * Request headers a function never sees (docs/functions.md "Invoke") besides the hop-by-hop ones:
+ * the client's credential and what frames the request on one connection (`Content-Length` is the
+ * client's again on the function's request, given beside the headers).
+ */
+const UNSEEN_REQUEST_HEADERS: ReadonlySet<string> = new Set(['authorization', 'host', 'content-length', 'expect']);
+
+/**
+ * Whether a function sees the client's request header `name` (lowercase): not the credential, not
+ * `Host`, `Content-Length` or `Expect`, not a hop-by-hop one (RFC 9110 §7.6.1, with the names the
+ * client's `Connection` listed, `listed`), not one of the service's internal names.
+ */
+export function functionSeesHeader(name: string, listed: ReadonlySet<string> | null): boolean {
+  return !UNSEEN_REQUEST_HEADERS.has(name) && !name.startsWith(FUNCTION_HEADER_PREFIX) && !isHopByHop(name, listed);
+}
 
 /** Answer of the agent's deploy route. */
 export const deployedSchema = z.object({ function: functionSchema, created: z.boolean() });
