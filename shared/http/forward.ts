@@ -39,6 +39,8 @@ export interface ForwardRequest {
   extraResponseHeaders?: readonly string[];
   /** Close the upstream connection after this request instead of returning it to the pool. */
   reset?: boolean;
+  /** Rewrites the answer's headers (flat `[name, value, ...]`, hop-by-hop ones already removed) before they are written. */
+  answerHeaders?: (statusCode: number, headers: string[]) => string[];
 }
 
 /** The upstream failed before any of its answer was sent: the caller still owns the response. */
@@ -122,7 +124,8 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
           // An answer before the whole body arrived (a refusal): the rest of the body may never be
           // read, so the client's connection is closed after it (shared/http/node-http.ts).
           if (!req.complete) closeAfterAnswer(req, res);
-          res.writeHead(statusCode, answerHeaders(headers, f.extraResponseHeaders));
+          const flat = answerHeaders(headers, f.extraResponseHeaders);
+          res.writeHead(statusCode, f.answerHeaders ? f.answerHeaders(statusCode, flat) : flat);
           started = true;
           const length = headers['content-length'];
           if (typeof length === 'string' && /^\d{1,15}$/.test(length)) remaining = Number(length);
