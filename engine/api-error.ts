@@ -13,10 +13,20 @@ export const API_ERROR_STATUS = {
   bad_query: 400,
   /** Unknown route, wrong method, unknown table. */
   not_found: 404,
+  /**
+   * The request ran longer than the engine's statement time limit (`--statement-timeout-ms`,
+   * capabilities `sql.statement_timeout_ms`) and was interrupted; nothing it did was committed.
+   */
+  statement_timeout: 400,
   /** The request body is over the engine's limit (capabilities `max_body_bytes`). */
   payload_too_large: 413,
   /** An engine bug; the message carries only the request id. */
   internal: 500,
+  /**
+   * The process running the request ended under it (out of memory, killed): nothing it did was
+   * committed, unless the message says it was already committing. The engine serves on.
+   */
+  statement_aborted: 500,
   /** The engine is stopping (SIGTERM received); retry against the next process. */
   shutting_down: 503,
 } as const;

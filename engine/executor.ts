@@ -218,8 +218,12 @@ export class Executor {
   /** SQLite's library version, for capabilities. */
   readonly sqliteVersion: string;
 
-  constructor(db: DatabaseSync) {
+  /** Called just before a transaction that changed something commits (./executor-main.ts tells `serve`). */
+  private readonly beforeCommit: () => void;
+
+  constructor(db: DatabaseSync, options: { beforeCommit?: () => void } = {}) {
     this.db = db;
+    this.beforeCommit = options.beforeCommit ?? (() => {});
     this.figures = readFigures(db);
     db.setAuthorizer((action, arg1, arg2) => this.authorize(action, arg1, arg2));
     this.internalDepth++;
@@ -369,6 +373,7 @@ export class Executor {
     };
     this.internal(() => {
       this.updateMetaStmt.run(next.visible_csn, next.catalog_version, next.logical_time_micros);
+      this.beforeCommit();
       this.commitStmt.run();
     });
     this.figures = next;

@@ -1,19 +1,29 @@
 /**
  * The `/v2` loopback HTTP surface (docs/engine.md "HTTP surface"): protocol-minor check, routing, bounded body
- * reading, and the product envelope on every answer, errors included.
+ * reading, and the product envelope on every answer, errors included. What touches the database is
+ * handed, body and all, to the executor (./executor-link.ts), which runs it within the statement time
+ * limit in a process of its own; capabilities are answered here.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from './api-error.ts';
 import { ENVELOPE_CONTENT_TYPE, encodeEnvelope } from './envelope.ts';
-import type { Executor, StatementInput } from './executor.ts';
-import type { Params } from './values.ts';
+import { DEFAULT_SEARCH_LIMIT, MAX_BATCH_STATEMENTS, MAX_SEARCH_LIMIT, errorJson, type Answer, type RequestKind } from './requests.ts';
 import { ENGINE_VERSION, PROTOCOL_MINOR } from './version.ts';
+
+/** What runs the requests that touch the database (./executor-link.ts). */
+export interface EngineBackend {
+  readonly sqliteVersion: string;
+  /** Runs one request on the raw body (or the decoded table name of a drop); never rejects. */
+  run(kind: RequestKind, requestId: string, payload: Buffer): Promise<Answer>;
+}
 
 /** Settings of the HTTP surface. */
 export interface HttpOptions {
   maxBodyBytes: number;
+  /** The statement time limit, for capabilities (the executor link enforces it). */
+  statementTimeoutMs: number;
   /** How long shutdown waits for in-flight requests before closing their connections. */
   drainMs: number;
   /** Where to log unexpected errors (stderr in production). */
@@ -27,9 +37,6 @@ export interface EngineHttp {
   shutdown(): Promise<void>;
 }
 
-export const MAX_SEARCH_LIMIT = 100;
-export const DEFAULT_SEARCH_LIMIT = 10;
-export const MAX_BATCH_STATEMENTS = 1000;
 const DISCARD_MAX_BYTES = 16 * 1024 * 1024;
 const DISCARD_MAX_MS = 5000;
 const FEATURES = ['sql', 'search', 'tables.delete'];
@@ -61,10 +68,6 @@ function send(res: ServerResponse, status: number, id: string, json: string, clo
   if (close) headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
-}
-
-function errorJson(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message } });
 }
 
 /** Checks `X-Svc-Protocol-Minor`: an integer 0..3 (docs/engine.md "HTTP surface"). */
@@ -134,92 +137,34 @@ function discardRest(req: IncomingMessage): void {
   req.resume();
 }
 
-function parseObject(body: Buffer): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new ApiError('bad_request', 'request body is not valid JSON');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError('bad_request', 'request body must be a JSON object');
-  }
-  return value as Record<string, unknown>;
-}
-
-function rejectUnknownFields(obj: Record<string, unknown>, allowed: readonly string[], where: string): void {
-  for (const key of Object.keys(obj)) {
-    if (!allowed.includes(key)) throw new ApiError('bad_request', `unknown field ${where}${key}`);
-  }
-}
-
-function statementInput(value: unknown, where: string): StatementInput {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError('bad_request', `${where.slice(0, -1)} must be an object with sql and params`);
-  }
-  const obj = value as Record<string, unknown>;
-  rejectUnknownFields(obj, where === '' ? ['sql', 'params', 'transaction'] : ['sql', 'params'], where);
-  if (typeof obj.sql !== 'string') throw new ApiError('bad_request', `${where}sql must be a string`);
-  const params = obj.params;
-  if (params === undefined || params === null) return { sql: obj.sql };
-  if (typeof params !== 'object') throw new ApiError('bad_request', `${where}params must be an array or an object`);
-  return { sql: obj.sql, params: params as Params };
-}
-
-/** The statements of a `/v2/sql` body: `{"sql","params"}` or `{"statements":[...],"transaction"?:true}`. */
-function sqlStatements(body: Record<string, unknown>): StatementInput[] {
-  if (body.transaction !== undefined && body.transaction !== true) {
-    throw new ApiError('bad_request', 'transaction must be true: a request always runs in one transaction');
-  }
-  if (body.statements === undefined) return [statementInput(body, '')];
-  rejectUnknownFields(body, ['statements', 'transaction'], '');
-  const list = body.statements;
-  if (!Array.isArray(list) || list.length === 0) throw new ApiError('bad_request', 'statements must be a non-empty array');
-  if (list.length > MAX_BATCH_STATEMENTS) {
-    throw new ApiError('bad_request', `statements holds ${list.length} entries; at most ${MAX_BATCH_STATEMENTS}`);
-  }
-  return list.map((s, i) => statementInput(s, `statements[${i}].`));
-}
-
-function searchInput(body: Record<string, unknown>): { table: string; query: string; limit: number } {
-  rejectUnknownFields(body, ['table', 'query', 'limit'], '');
-  if (typeof body.table !== 'string') throw new ApiError('bad_request', 'table must be a string');
-  if (typeof body.query !== 'string' || body.query.trim() === '') throw new ApiError('bad_request', 'query must be a non-empty string');
-  const limit = body.limit ?? DEFAULT_SEARCH_LIMIT;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) {
-    throw new ApiError('bad_request', `limit must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
-  }
-  return { table: body.table, query: body.query, limit };
-}
-
-/** Builds the HTTP server (not yet listening) over an executor. */
-export function createEngineHttp(executor: Executor, options: HttpOptions): EngineHttp {
+/** Builds the HTTP server (not yet listening) over the executor. */
+export function createEngineHttp(backend: EngineBackend, options: HttpOptions): EngineHttp {
   const capabilities = JSON.stringify({
     engine_version: ENGINE_VERSION,
     protocol_minor: PROTOCOL_MINOR,
     product: 'svc-engine',
     storage: 'sqlite',
-    sqlite_version: executor.sqliteVersion,
+    sqlite_version: backend.sqliteVersion,
     features: FEATURES,
     max_body_bytes: options.maxBodyBytes,
-    sql: { batch: true, max_statements: MAX_BATCH_STATEMENTS, named_params: true, explicit_transactions: false },
+    sql: {
+      batch: true,
+      max_statements: MAX_BATCH_STATEMENTS,
+      named_params: true,
+      explicit_transactions: false,
+      statement_timeout_ms: options.statementTimeoutMs,
+    },
     search: { max_limit: MAX_SEARCH_LIMIT, default_limit: DEFAULT_SEARCH_LIMIT },
   });
   let shuttingDown = false;
 
-  async function route(req: IncomingMessage, method: string, path: string): Promise<string> {
+  async function route(req: IncomingMessage, id: string, method: string, path: string): Promise<Answer> {
     if (path === '/v2/capabilities') {
-      if (method === 'GET') return capabilities;
+      if (method === 'GET') return { status: 200, json: capabilities };
     } else if (path === '/v2/sql') {
-      if (method === 'POST') {
-        const statements = sqlStatements(parseObject(await readBody(req, options.maxBodyBytes)));
-        return JSON.stringify(executor.execute(statements));
-      }
+      if (method === 'POST') return backend.run('sql', id, await readBody(req, options.maxBodyBytes));
     } else if (path === '/v2/search') {
-      if (method === 'POST') {
-        const input = searchInput(parseObject(await readBody(req, options.maxBodyBytes)));
-        return JSON.stringify(executor.search(input.table, input.query, input.limit));
-      }
+      if (method === 'POST') return backend.run('search', id, await readBody(req, options.maxBodyBytes));
     } else if (path.startsWith('/v2/tables/')) {
       const raw = path.slice('/v2/tables/'.length);
       if (method === 'DELETE' && raw !== '' && !raw.includes('/')) {
@@ -229,7 +174,7 @@ export function createEngineHttp(executor: Executor, options: HttpOptions): Engi
         } catch {
           throw new ApiError('bad_request', 'table name is not valid percent-encoding');
         }
-        return JSON.stringify(executor.dropTable(name));
+        return backend.run('drop', id, Buffer.from(name, 'utf8'));
       }
     }
     throw new ApiError('not_found', `no route ${method} ${path}`);
@@ -247,7 +192,7 @@ export function createEngineHttp(executor: Executor, options: HttpOptions): Engi
       if (lateArrival) throw new ApiError('shutting_down', 'the engine is stopping');
       const url = req.url ?? '/';
       const q = url.indexOf('?');
-      json = await route(req, req.method ?? 'GET', q < 0 ? url : url.slice(0, q));
+      ({ status, json } = await route(req, id, req.method ?? 'GET', q < 0 ? url : url.slice(0, q)));
     } catch (err) {
       if (err instanceof ApiError) {
         status = err.status;

@@ -5,17 +5,17 @@
  */
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { backupCommand, restoreCommand, verifyCommand } from './backup.ts';
-import { initCommand, statusCommand, versionCommand } from './commands.ts';
+import { spawnExecutor } from './executor-spawn.ts';
 import { EXIT_CODES, EngineCliError } from './exit-codes.ts';
-import { serveCommand } from './serve.ts';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** The statement time limit when `--statement-timeout-ms` is not given (Cloudflare D1 allows 30 s). */
+const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 const DRAIN_MS = 5000;
 const USAGE = `usage:
   svc-engine version --json
   svc-engine init    --data-dir D --json
-  svc-engine serve   --data-dir D --listen 127.0.0.1:P [--max-body-bytes N]
+  svc-engine serve   --data-dir D --listen 127.0.0.1:P [--max-body-bytes N] [--statement-timeout-ms N]
   svc-engine status  --data-dir D --json
   svc-engine backup  --data-dir D --out B --json
   svc-engine verify  --backup B --json
@@ -25,13 +25,13 @@ const USAGE = `usage:
 const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   version: [],
   init: ['data-dir'],
-  serve: ['data-dir', 'listen', 'max-body-bytes'],
+  serve: ['data-dir', 'listen', 'max-body-bytes', 'statement-timeout-ms'],
   status: ['data-dir'],
   backup: ['data-dir', 'out'],
   verify: ['backup'],
   restore: ['backup', 'target'],
 };
-const OPTIONAL = new Set(['max-body-bytes']);
+const OPTIONAL = new Set(['max-body-bytes', 'statement-timeout-ms']);
 
 function badArguments(message: string): EngineCliError {
   return new EngineCliError('bad_arguments', message);
@@ -83,33 +83,46 @@ function parseByteLimit(value: string | undefined): number {
   return n;
 }
 
+function parseStatementTimeout(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_STATEMENT_TIMEOUT_MS;
+  const n = /^[0-9]{1,9}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > 86_400_000) throw badArguments(`--statement-timeout-ms must be an integer from 1 to 86400000 (got ${value})`);
+  return n;
+}
+
 async function run(argv: string[]): Promise<number> {
   const { command, values } = parseCommand(argv);
   const v = (name: string) => values[name] as string;
   let output: Record<string, unknown>;
+  // Each command loads only its own modules (a start of serve is on every wakeup's path).
   switch (command) {
     case 'version':
-      output = versionCommand();
+      output = (await import('./commands.ts')).versionCommand();
       break;
     case 'init':
-      output = initCommand(v('data-dir'));
+      output = (await import('./commands.ts')).initCommand(v('data-dir'));
       break;
     case 'status':
-      output = statusCommand(v('data-dir'));
+      output = (await import('./commands.ts')).statusCommand(v('data-dir'));
       break;
     case 'backup':
-      output = backupCommand(v('data-dir'), v('out'));
+      output = (await import('./backup.ts')).backupCommand(v('data-dir'), v('out'));
       break;
     case 'verify':
-      output = verifyCommand(v('backup'));
+      output = (await import('./backup.ts')).verifyCommand(v('backup'));
       break;
     case 'restore':
-      output = restoreCommand(v('backup'), v('target'));
+      output = (await import('./backup.ts')).restoreCommand(v('backup'), v('target'));
       break;
     case 'serve': {
       const listen = parseListen(v('listen'));
       const maxBodyBytes = parseByteLimit(values['max-body-bytes']);
-      return serveCommand({ dataDir: v('data-dir'), ...listen, maxBodyBytes, drainMs: DRAIN_MS });
+      const statementTimeoutMs = parseStatementTimeout(values['statement-timeout-ms']);
+      // The executor process boots while this one loads serve's modules and takes the lock; it opens
+      // the database only when told to (docs/engine.md "Statement time limit").
+      const executor = spawnExecutor(v('data-dir'));
+      const { serveCommand } = await import('./serve.ts');
+      return serveCommand({ dataDir: v('data-dir'), ...listen, maxBodyBytes, statementTimeoutMs, drainMs: DRAIN_MS, executor });
     }
     default:
       throw badArguments(`unknown command ${command}`);

@@ -1,16 +1,19 @@
 /**
- * `serve --data-dir D --listen 127.0.0.1:P [--max-body-bytes N]` (docs/engine.md "CLI"; docs/lifecycle.md "Starting an engine").
+ * `serve --data-dir D --listen 127.0.0.1:P [--max-body-bytes N] [--statement-timeout-ms N]`
+ * (docs/engine.md "CLI"; docs/lifecycle.md "Starting an engine").
  *
  * Order matters: the directory lock first (nobody else may recover or change the database), then the
- * one connection, then the listener, and only then the ready line. SIGTERM/SIGINT: stop accepting,
- * let in-flight requests finish (bounded), checkpoint the WAL into the file, release the lock, exit 0.
+ * one connection, held by the executor process (./executor-link.ts, docs/engine.md "Statement time
+ * limit"), then the listener, and only then the ready line. SIGTERM/SIGINT: stop accepting, let
+ * in-flight requests finish (bounded), checkpoint the WAL into the file, release the lock, exit 0.
  * A second signal skips the wait for in-flight requests.
  */
+import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { writeSync } from 'node:fs';
-import { openDatabase } from './database.ts';
+import { checkpointTruncate, openDatabase } from './database.ts';
 import { EngineCliError } from './exit-codes.ts';
-import { Executor } from './executor.ts';
+import { ExecutorLink } from './executor-link.ts';
 import { createEngineHttp } from './http-server.ts';
 import { requireInitialized } from './layout.ts';
 import { acquireDirectoryLock } from './lock.ts';
@@ -21,8 +24,12 @@ export interface ServeOptions {
   host: string;
   port: number;
   maxBodyBytes: number;
+  /** The longest a request's statements may run before they are interrupted. */
+  statementTimeoutMs: number;
   /** Bound on waiting for in-flight requests at shutdown. */
   drainMs: number;
+  /** The first executor, spawned before serve's modules loaded (./executor-spawn.ts); it waits to be told to open. */
+  executor?: ChildProcess;
 }
 
 function logError(message: string): void {
@@ -63,27 +70,36 @@ export async function serveCommand(options: ServeOptions): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  const { paths, meta } = requireInitialized(options.dataDir);
-  const lock = acquireDirectoryLock(paths.dir, 'serve');
-  let executor: Executor | null = null;
+  let paths;
+  let lock;
+  try {
+    ({ paths } = requireInitialized(options.dataDir));
+    lock = acquireDirectoryLock(paths.dir, 'serve');
+  } catch (err) {
+    options.executor?.kill('SIGKILL');
+    throw err;
+  }
+  // No executor can be started any more (the data directory went bad under it): stop, loudly.
+  let fatal: Error | null = null;
+  const executor = new ExecutorLink({
+    dataDir: paths.dir,
+    timeoutMs: options.statementTimeoutMs,
+    logError,
+    onFatal: (err) => {
+      logError(`no executor can be started: ${err.message}`);
+      fatal = err;
+      onSignal('SIGTERM');
+    },
+  });
   let http;
   let port: number;
   try {
-    const db = openDatabase(paths.db, { serving: true });
-    try {
-      executor = new Executor(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    if (executor.lineage.directory_lineage !== meta.directory_lineage) {
-      throw new EngineCliError('internal', `${paths.dir} is damaged: meta.json and the database name different lineages`);
-    }
-    http = createEngineHttp(executor, { maxBodyBytes: options.maxBodyBytes, drainMs: options.drainMs, logError });
+    await executor.start(options.executor);
+    http = createEngineHttp(executor, { maxBodyBytes: options.maxBodyBytes, statementTimeoutMs: options.statementTimeoutMs, drainMs: options.drainMs, logError });
     http.server.on('error', (err) => logError(`listener error: ${err.message}`));
     port = await listen(http.server, options.host, options.port);
   } catch (err) {
-    executor?.close();
+    await executor.close(0);
     lock.release();
     throw err;
   }
@@ -96,10 +112,26 @@ export async function serveCommand(options: ServeOptions): Promise<number> {
 
   await stopRequested;
   const server = http.server;
-  stop.force = () => server.closeAllConnections();
+  let forced = false;
+  stop.force = () => {
+    forced = true;
+    server.closeAllConnections();
+  };
+  const drainUntil = Date.now() + options.drainMs;
   await http.shutdown();
-  executor.close();
+  // The executor checkpoints and closes; one that had to be killed (a request still running past the
+  // drain, or a second signal) leaves the checkpoint to this process, which holds the lock.
+  if (!(await executor.close(forced ? 0 : Math.max(0, drainUntil - Date.now())))) {
+    const db = openDatabase(paths.db);
+    try {
+      checkpointTruncate(db);
+    } finally {
+      db.close();
+    }
+  }
   lock.release();
+  // Nothing more goes to stdout after the ready line: the reason is on stderr already.
+  if (fatal !== null) return 1;
   logError(`stopped on ${String(stop.signal)}; database checkpointed, lock released`);
   return 0;
 }

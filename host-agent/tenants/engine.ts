@@ -178,6 +178,7 @@ export class Engines {
           host: ENGINE_HOST,
           port,
           maxBodyBytes: settings.SVCD_DATAPLANE_MAX_BYTES,
+          statementTimeoutMs: settings.SVCD_ENGINE_STATEMENT_TIMEOUT_MS,
           env: this.#env,
           stderrFd: fd,
           onOutput: (text) => logs.appendRaw(projectId, text),

@@ -52,7 +52,7 @@ export interface SpawnedServe {
 const NOT_READY_GRACE_MS = 500;
 
 /**
- * Spawns `serve --data-dir D --listen host:port --max-body-bytes N` in its own process group (so a terminal's Ctrl-C
+ * Spawns `serve --data-dir D --listen host:port --max-body-bytes N --statement-timeout-ms T` in its own process group (so a terminal's Ctrl-C
  * reaches only the agent, which stops engines in order, and engines outlive a killed agent to be
  * adopted). stdout is a pipe only for the ready line; after it, stdout goes to `onOutput`. stderr is
  * the log file descriptor itself (logs.ts explains why). SIGKILL goes to the whole process group:
@@ -66,6 +66,8 @@ export function spawnServe(options: {
   port: number;
   /** The engine's request-body limit: the data plane's, so the agent's 413 is the one that applies. */
   maxBodyBytes: number;
+  /** The engine's statement time limit (`SVCD_ENGINE_STATEMENT_TIMEOUT_MS`, docs/engine.md "Statement time limit"). */
+  statementTimeoutMs: number;
   env: NodeJS.ProcessEnv;
   stderrFd: number;
   onOutput: (text: string) => void;
@@ -78,6 +80,8 @@ export function spawnServe(options: {
     `${options.host}:${options.port}`,
     '--max-body-bytes',
     String(options.maxBodyBytes),
+    '--statement-timeout-ms',
+    String(options.statementTimeoutMs),
   ]);
   const child = spawn(file!, args, {
     detached: true,
