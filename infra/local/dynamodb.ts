@@ -3,9 +3,15 @@
  * process: in memory for tests, persisted under a directory for `npm start`. Needs Java 17. Java
  * cannot watch a pipe from its parent, so it runs under the tether (`tether.ts`), which stops it
  * when the process that started it is gone (docs/local-stack.md "Processes").
+ *
+ * It listens on 127.0.0.1 only (docs/local-stack.md "DynamoDB Local"): the jar has no host option and
+ * binds every interface, so it is started through ./LoopbackDynamoDBLocal.java, compiled once per
+ * source and jar into `node_modules/.cache/svc-cloud/`, which binds its connector to loopback before
+ * the server starts. Its telemetry is off.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -89,11 +95,58 @@ function jarDir(): string {
   return join(lib, dir);
 }
 
-/** Starts DynamoDB Local on `port` (0: a free one), in memory unless `dbPath` is given. */
+/** The launcher's source, and the class it compiles to. */
+const LOOPBACK_SOURCE = join(REPO_ROOT, 'infra/local/LoopbackDynamoDBLocal.java');
+const LOOPBACK_CLASS = 'LoopbackDynamoDBLocal';
+/** The address DynamoDB Local listens on: the local stack's and the tests' own processes only reach it. */
+export const DYNAMO_HOST = '127.0.0.1';
+
+/**
+ * The directory holding the compiled loopback launcher for the bundled jar, compiled now if it is
+ * not yet (javac from Java's own jdk.compiler module, which the JRE image carries). Throws, saying
+ * why, when it cannot be compiled: DynamoDB Local is never started on every interface instead.
+ */
+export function loopbackLauncher(jar: string): string {
+  const source = readFileSync(LOOPBACK_SOURCE);
+  const key = createHash('sha256').update(source).update('\0').update(jar).digest('hex').slice(0, 16);
+  const out = join(REPO_ROOT, 'node_modules', '.cache', 'svc-cloud', `dynamodb-loopback-${key}`);
+  if (existsSync(join(out, `${LOOPBACK_CLASS}.class`))) return out;
+  const staging = `${out}.tmp-${process.pid}`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  const javac = spawnSync('java', ['-m', 'jdk.compiler/com.sun.tools.javac.Main', '-nowarn', '-d', staging, '-cp', jar, LOOPBACK_SOURCE], { encoding: 'utf8' });
+  if (javac.status !== 0) {
+    rmSync(staging, { recursive: true, force: true });
+    const why = javac.error ? javac.error.message : (javac.stderr || javac.stdout).trim().split('\n').slice(0, 3).join(' | ');
+    throw new Error(`cannot compile the DynamoDB Local loopback launcher (${LOOPBACK_SOURCE}): ${why}`);
+  }
+  try {
+    renameSync(staging, out);
+  } catch {
+    // Another start compiled it meanwhile: theirs is the same.
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return out;
+}
+
+/** Starts DynamoDB Local on 127.0.0.1:`port` (0: a free one), in memory unless `dbPath` is given. */
 export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; dbPath?: string } = {}): Promise<DynamoLocal> {
   const chosen = port || (await freePort());
   const dir = jarDir();
-  const args = [`-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`, '-Xmx512m', '-jar', join(dir, 'DynamoDBLocal.jar'), '-port', String(chosen), '-sharedDb'];
+  const jar = join(dir, 'DynamoDBLocal.jar');
+  const classes = loopbackLauncher(jar);
+  const args = [
+    `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
+    `-Dsvc.dynamodb.host=${DYNAMO_HOST}`,
+    '-Xmx512m',
+    '-cp',
+    `${classes}:${jar}`,
+    LOOPBACK_CLASS,
+    '-port',
+    String(chosen),
+    '-sharedDb',
+    '-disableTelemetry',
+  ];
   if (dbPath) {
     mkdirSync(dbPath, { recursive: true });
     args.push('-dbPath', resolve(dbPath));
@@ -113,7 +166,7 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const endpoint = `http://127.0.0.1:${chosen}`;
+  const endpoint = `http://${DYNAMO_HOST}:${chosen}`;
 
   const deadline = Date.now() + 30_000;
   for (;;) {
