@@ -36,7 +36,7 @@ import { fsStoreOf } from './routes/blobs.ts';
 import { moduleBlobStore } from './functions/modules.ts';
 import { FunctionRuntime } from './functions/runtime.ts';
 import { sweepLeftovers } from './sweep.ts';
-import { AgentMetrics, startMetricsListener } from './metrics.ts';
+import { AgentMetrics, observeFunctionInvocation, startMetricsListener } from './metrics.ts';
 import type { Log } from '../shared/log.ts';
 import { within } from './tenants/processes.ts';
 import { EngineLaunch } from './tenants/engine-launch.ts';
@@ -102,6 +102,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     blobs: () => moduleBlobStore(settings, () => fsStoreOf(ctx)),
     log,
     now,
+    onInvocation: (outcome, seconds) => observeFunctionInvocation(ctx.metrics, outcome, seconds),
   });
   const tenants = new Tenants({
     settings,

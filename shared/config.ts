@@ -106,10 +106,20 @@ export const settingsSchema = z.object({
   // Functions (docs/functions.md "Settings").
   SVCD_FUNCTION_MAX_BYTES: int(1, 100 * 1024 * 1024).default(10 * 1024 * 1024),
   SVCD_CLOUD_ORIGIN: url.refine((v) => /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v, 'must be an http(s) origin (no path, no trailing slash)').optional(),
-  SVCD_FUNCTION_NODE: z.string().min(1).optional(),
-  SVCD_FUNCTION_SANDBOX: z.enum(['none', 'unshare']).default('none'),
-  SVCD_FUNCTION_MAX_WORKERS: int(1, 10_000).default(32),
-  SVCD_FUNCTION_WORKER_SLOTS: int(1, 64).default(16),
+  SVCD_FUNCTION_WORKERD: z.string().min(1).optional(),
+  SVCD_FUNCTION_SANDBOX: z.enum(['os', 'none']).default('os'),
+  SVCD_FUNCTION_MAX_RUNTIMES: int(1, 10_000).default(64),
+  SVCD_FUNCTION_PROJECT_CONCURRENCY: int(1, 10_000).default(32),
+  SVCD_FUNCTION_PROJECT_MEMORY_MB: int(64, 1024 * 1024).default(1024),
+  SVCD_FUNCTION_CPU_PERCENT: int(0, 100 * 1024).default(100),
+  SVCD_FUNCTION_EGRESS: z
+    .string()
+    .regex(/^(public|none|(\*\.)?[a-z0-9.-]+(,(\*\.)?[a-z0-9.-]+)*)$/i, 'must be public, none, or a comma-separated list of host names')
+    .default('public'),
+  SVCD_FUNCTION_EGRESS_UNSAFE_ALLOW: z
+    .string()
+    .regex(/^[a-z0-9.:\[\]-]+:\d{1,5}(,[a-z0-9.:\[\]-]+:\d{1,5})*$/i, 'must be a comma-separated list of host:port')
+    .optional(),
   SVCD_FUNCTION_IDLE_MS: int(1000, 3_600_000).default(60_000),
   SVCD_FUNCTION_START_TIMEOUT_MS: int(100, 600_000).default(10_000),
   SVCD_FUNCTION_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(1024 * 1024),

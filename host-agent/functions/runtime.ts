@@ -1,12 +1,15 @@
 /**
- * The function runtime of a host agent (docs/functions.md): deploys, deletes, invocations and logs of
- * the functions of the projects placed on this agent. The agent is the one writer of its projects'
+ * The functions of a host agent (docs/functions.md): deploys, deletes, invocations and logs of the
+ * functions of the projects placed on this agent. The agent is the one writer of its projects'
  * function items, so what it remembers of them (each function's current version) is what DynamoDB
  * holds; it is read once per function and re-read after REFRESH_MS in any case.
  *
+ * Functions run in workerd isolates, one runtime process per project and memory setting inside the
+ * OS sandbox (./runtimes.ts, ./project-runtime.ts, ./sandbox.ts; docs/functions.md "Isolation").
  * Deploys and deletes of one function run one at a time (in arrival order); invocations never wait
  * for them: an invocation runs the version current when it began.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,23 +27,32 @@ import {
   type FunctionVersionRecord,
 } from '../../shared/db/functions.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
-import { forward, UpstreamError, upstreamRequestHeaders } from '../../shared/http/forward.ts';
+import { forward, UpstreamError } from '../../shared/http/forward.ts';
 import { ID_PATTERNS, randomHex } from '../../shared/ids.ts';
 import { FUNCTION_HEADERS, type FunctionSettings } from '../../shared/schemas/functions.ts';
 import type { KeyRing } from '../../shared/secrets-crypto.ts';
 import { nowIso } from '../../shared/time.ts';
+import type { FunctionOutcome } from '../metrics.ts';
+import { egressPolicy, EgressFilter } from './egress.ts';
 import { invocationEnv, SecretSets, type SecretSet } from './env.ts';
-import { Launcher } from './launch.ts';
+import { Launcher, type RuntimeLaunch } from './launch.ts';
 import { FunctionLogStore, LineSplitter, Redactor } from './logs.ts';
 import { ModuleFiles, newModuleBlobName, type ModuleBlobStore } from './modules.ts';
-import { PoolFullError, WorkerPool, type Lease } from './pool.ts';
+import { ProjectRuntime, RuntimeStartError, type RuntimeExit } from './project-runtime.ts';
+import { HostFullError, Runtimes } from './runtimes.ts';
+import { uidOf } from './sandbox.ts';
 import { ProjectQueue } from '../tenants/queue.ts';
-import { describeExit, FunctionWorker, ModuleStartError, RuntimeMissingError, type WorkerLaunch } from './worker.ts';
 
 /** Age after which a function's remembered head is read again. */
 const REFRESH_MS = 60_000;
 /** Seconds a client told `function_busy` is asked to wait (`Retry-After`). */
 export const BUSY_RETRY_AFTER_SECONDS = 1;
+/** How long a runtime has to answer its ping after an invocation ran past its timeout, before it is killed. */
+const STUCK_PING_MS = 250;
+/** Tasks (threads) one runtime may have: workerd's own and a margin. */
+const RUNTIME_PIDS_MAX = 64;
+/** Memory a runtime needs besides its isolates' heaps. */
+const RUNTIME_OVERHEAD_MB = 96;
 
 /** What the runtime needs from the agent. */
 export interface FunctionRuntimeDeps {
@@ -54,6 +66,8 @@ export interface FunctionRuntimeDeps {
   blobs: () => ModuleBlobStore;
   log: (line: string) => void;
   now: () => number;
+  /** One invocation ended (docs/observability.md "Metrics"). */
+  onInvocation?: (outcome: FunctionOutcome, seconds: number) => void;
 }
 
 /** A deploy as the internal route hands it over. */
@@ -70,24 +84,35 @@ export interface DeployInput {
   requestId: string;
 }
 
-/** An invocation as the internal route hands it over: the request is streamed on to the worker. */
+/** An invocation as the internal route hands it over: the client's request, streamed on to the runtime. */
 export interface InvocationInput {
   projectId: string;
   name: string;
-  /** What follows `/invoke` in the path (raw, possibly empty), and the query with its `?`. */
+  /** The client's method exactly, also for a GET or HEAD that carried a body. */
+  method: string;
+  /** What follows `/invoke` in the path (raw, starting with `/`), and the query with its `?`. */
   path: string;
-  origin: string;
-  /**
-   * The length the client declared (the handlers' `x-svc-fn-length`), else the length the hop from
-   * the handlers declared for the same bytes, or null (the body streams without one).
-   */
+  /** Exactly the headers the function sees, flat name/value pairs (host-agent/routes/functions.ts). */
+  headers: string[];
+  /** Whether the client sent a body, whatever the method. */
+  hasBody: boolean;
+  /** The client's declared `Content-Length`, or null. */
   length: number | null;
+  origin: string;
   requestId: string;
 }
 
 interface Remembered {
   head: FunctionRecord;
   readAt: number;
+}
+
+/** Whose a target is: its function's log and the secrets redacted from it. */
+interface TargetMeta {
+  projectId: string;
+  name: string;
+  version: number;
+  redactor: Redactor;
 }
 
 /** The agent's functions. */
@@ -97,7 +122,8 @@ export class FunctionRuntime {
   readonly #launcher: Launcher;
   readonly #modules: ModuleFiles;
   readonly #secretSets: SecretSets;
-  readonly #pool: WorkerPool;
+  readonly #runtimes: Runtimes;
+  readonly #egress: EgressFilter;
   readonly logs: FunctionLogStore;
   readonly #heads = new Map<string, Remembered>();
   /** Deploys and deletes of one function, one at a time (keyed `<project>/<name>`). */
@@ -107,29 +133,37 @@ export class FunctionRuntime {
   readonly #runningByProject = new Map<string, number>();
   /** Projects deleted while this agent runs: nothing of theirs is served any more. */
   readonly #gone = new Set<string>();
+  /** Every target a runtime of this agent was told about. */
+  readonly #targets = new Map<string, TargetMeta>();
+  #started = 0;
 
   constructor(deps: FunctionRuntimeDeps) {
     this.#deps = deps;
     const { settings, now, log } = deps;
     this.#area = join(deps.root, 'functions');
-    this.#launcher = new Launcher({
-      node: settings.SVCD_FUNCTION_NODE ?? process.execPath,
-      sandbox: settings.SVCD_FUNCTION_SANDBOX,
-      dir: join(this.#area, '.runtime'),
-      now,
-      log,
-    });
+    this.#launcher = new Launcher({ mode: settings.SVCD_FUNCTION_SANDBOX, workerd: settings.SVCD_FUNCTION_WORKERD, dir: join(this.#area, '.runtimes'), now, log });
+    this.#egress = new EgressFilter(egressPolicy(settings.SVCD_FUNCTION_EGRESS, settings.SVCD_FUNCTION_EGRESS_UNSAFE_ALLOW), log);
+    if (this.#egress.policy.unsafeAllow.size > 0) {
+      log(`agent: WARNING: SVCD_FUNCTION_EGRESS_UNSAFE_ALLOW lets functions reach ${[...this.#egress.policy.unsafeAllow].join(', ')} whatever their address. Development and tests only (docs/functions.md "Egress").`);
+    }
     this.#modules = new ModuleFiles(this.#area, deps.blobs);
     this.#secretSets = new SecretSets(deps, now);
-    this.#pool = new WorkerPool({ max: settings.SVCD_FUNCTION_MAX_WORKERS, idleMs: settings.SVCD_FUNCTION_IDLE_MS, now });
+    this.#runtimes = new Runtimes({
+      max: settings.SVCD_FUNCTION_MAX_RUNTIMES,
+      idleMs: settings.SVCD_FUNCTION_IDLE_MS,
+      now,
+      start: (projectId, memoryMb) => this.#startRuntime(projectId, memoryMb, 'r'),
+    });
     this.logs = new FunctionLogStore(this.#area, settings.SVCD_FUNCTION_LOG_MAX_BYTES, now);
   }
 
   /**
-   * Probes the runtime in the background and removes what a crash left: temporary module files (now),
-   * version items of deleted functions with their blobs (in the background). Never rejects.
+   * Probes the runtime in the background and removes what a crash left: runtime directories and
+   * temporary module files (now), version items of deleted functions with their blobs (in the
+   * background). Never rejects.
    */
   start(): Promise<void> {
+    rmSync(join(this.#area, '.runtimes'), { recursive: true, force: true });
     void this.#launcher.launch();
     const projects = this.#projectDirs();
     for (const projectId of projects) {
@@ -160,9 +194,13 @@ export class FunctionRuntime {
     return this.#runningByProject.get(projectId) ?? 0;
   }
 
-  /** Worker counts and pool counters, and the idle workers of `fn` (`<project>/<name>`) or of all (tests, benchmark). */
-  poolState(fn?: string): { idle: number; busy: number; started: number; reused: number; retired: number; idlePids: number[] } {
-    return { ...this.#pool.counts(), ...this.#pool.stats, idlePids: this.#pool.idlePids(fn) };
+  /** The live runtimes and the counters (tests, the benchmark). */
+  runtimeState(): { runtimes: { projectId: string; memoryMb: number; pid: number; active: number }[]; started: number; reused: number; exited: number; egress: { passed: number; refused: number } } {
+    return {
+      runtimes: this.#runtimes.list().map(({ projectId, memoryMb, pid, active }) => ({ projectId, memoryMb, pid, active })),
+      ...this.#runtimes.stats,
+      egress: { ...this.#egress.stats },
+    };
   }
 
   /** A secret of the project was put or deleted: the next invocation runs with the new set. */
@@ -170,18 +208,20 @@ export class FunctionRuntime {
     this.#secretSets.invalidate(projectId);
   }
 
-  /** The project was deleted: its workers end (after their invocation), nothing of it is served again. */
+  /** The project was deleted: its runtimes end, nothing of it is served again. */
   forgetProject(projectId: string): void {
     this.#gone.add(projectId);
     this.#secretSets.invalidate(projectId);
     for (const fn of [...this.#heads.keys()]) if (fn.startsWith(`${projectId}/`)) this.#heads.delete(fn);
-    this.#pool.retireProject(projectId);
+    for (const [target, meta] of [...this.#targets]) if (meta.projectId === projectId) this.#targets.delete(target);
+    this.#runtimes.retireProject(projectId);
   }
 
-  /** Refuses new deploys and deletes, lets those under way finish, then ends every worker. */
+  /** Refuses new deploys and deletes, lets those under way finish, then ends every runtime. */
   async stop(): Promise<void> {
     await this.#serial.close();
-    await this.#pool.close();
+    await this.#runtimes.close();
+    await this.#egress.close();
   }
 
   /** The function's current head, or 404. */
@@ -209,20 +249,19 @@ export class FunctionRuntime {
   }
 
   /**
-   * Deploys a new version: the module is received, checked in a worker of its own (with the
-   * project's environment), stored in the blob store, then recorded. Answers the new head and whether
-   * the function was created.
+   * Deploys a new version: the module is received, loaded in a runtime of its own (with the
+   * project's environment, inside the sandbox), stored in the blob store, then recorded. Answers the
+   * new head and whether the function was created.
    */
   deploy(input: DeployInput): Promise<{ head: FunctionRecord; created: boolean }> {
     const { projectId, name } = input;
     return this.#serial.run(`${projectId}/${name}`, async () => {
       if (this.#gone.has(projectId)) throw errors.notFound(`project ${projectId} not found`);
-      const launch = await this.#launch();
+      await this.#launch();
       const received = await this.#modules.receive(projectId, input.body, input.maxBytes, input.length);
       try {
         const set = await this.#secretSets.get(projectId);
-        const env = invocationEnv(set, { projectId, functionName: name, cloudOrigin: input.origin });
-        await this.#check(launch, received.path, input.settings.memory_mb, env, input.origin, set);
+        await this.#check(projectId, name, received.path, input.settings.memory_mb, input.origin, set);
         const kept = { ...received, path: await this.#modules.keep(projectId, received) };
         const blob = await this.#modules.store(projectId, await newModuleBlobName(projectId, name), kept);
         let result: { head: FunctionRecord; created: boolean };
@@ -247,9 +286,8 @@ export class FunctionRuntime {
   }
 
   /**
-   * Deletes a function: from the answer on it is 404 to every route; invocations in flight finish
-   * on their workers, which then exit. Its versions, their blobs and its logs are removed after the
-   * head. Answers the head as it was.
+   * Deletes a function: from the answer on it is 404 to every route; invocations in flight finish.
+   * Its versions, their blobs and its logs are removed after the head. Answers the head as it was.
    */
   remove(input: { projectId: string; name: string; actor: string; requestId: string }): Promise<FunctionRecord> {
     const { projectId, name } = input;
@@ -263,7 +301,6 @@ export class FunctionRuntime {
         if (attempt === 20) throw errors.conflict(`function ${name} is being changed concurrently, retry`);
       }
       this.#heads.delete(fn);
-      this.#pool.retire(fn);
       try {
         await this.#removeVersions(projectId, await allVersions(this.#deps.db, projectId, name, head.generation), `delete of ${name}`);
       } catch (err) {
@@ -275,164 +312,216 @@ export class FunctionRuntime {
   }
 
   /**
-   * Runs one invocation: `req` is streamed to a worker of the function's current version and the
-   * worker's answer streamed into `res`. Throws a ServiceError when nothing has been answered yet
-   * (the caller renders it); once the answer has begun, a failure cuts it short.
+   * Runs one invocation: the client's request is streamed to the function's isolate in its
+   * project's runtime and the answer streamed into `res`. Throws a ServiceError when nothing has been
+   * answered yet (the caller renders it); once the answer has begun, a failure cuts it short. Every
+   * invocation is counted by outcome (docs/observability.md "Metrics").
    */
   async invoke(req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<void> {
+    const began = performance.now();
+    let outcome: FunctionOutcome = 'error';
+    try {
+      outcome = await this.#invoke(req, res, input);
+    } catch (err) {
+      outcome = outcomeOf(err);
+      throw err;
+    } finally {
+      this.#deps.onInvocation?.(outcome, (performance.now() - began) / 1000);
+    }
+  }
+
+  async #invoke(req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<FunctionOutcome> {
     const { projectId, name } = input;
     const fn = `${projectId}/${name}`;
     const head = await this.current(projectId, name);
     if ((this.#running.get(fn) ?? 0) >= head.max_concurrency) {
       throw busy(`function ${name} is already running ${head.max_concurrency} invocations (its max_concurrency)`);
     }
+    const share = this.#deps.settings.SVCD_FUNCTION_PROJECT_CONCURRENCY;
+    if ((this.#runningByProject.get(projectId) ?? 0) >= share) {
+      throw busy(`project ${projectId} is already running ${share} invocations (its share of this host, SVCD_FUNCTION_PROJECT_CONCURRENCY)`);
+    }
     this.#count(fn, projectId, +1);
     try {
-      const launch = await this.#launch();
+      await this.#launch();
       const set = await this.#secretSets.get(projectId);
-      const lease = await this.#acquire(launch, head, set, input.origin);
-      await this.#run(lease, head, req, res, input);
+      const held = await this.#hold(projectId, head.memory_mb);
+      try {
+        const target = await this.#register(held.runtime, head, set, input.origin);
+        return await this.#run(held.runtime, target, head, req, res, input);
+      } finally {
+        held.release();
+      }
     } finally {
       this.#count(fn, projectId, -1);
     }
   }
 
-  async #acquire(launch: WorkerLaunch, head: FunctionRecord, set: SecretSet, origin: string): Promise<Lease> {
-    const { project: projectId, name } = head;
-    const key = `${head.generation}:${head.version}:${set.fingerprint}:${origin}`;
-    const slots = Math.min(this.#deps.settings.SVCD_FUNCTION_WORKER_SLOTS, head.max_concurrency);
+  /** The project's runtime for `memoryMb`: 429 when the host is full, 503 when it cannot start. */
+  async #hold(projectId: string, memoryMb: number) {
     try {
-      return await this.#pool.acquire(`${projectId}/${name}`, key, slots, async () => {
-        const modulePath = await this.#modules.ensure(projectId, head);
-        const env = invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin });
-        const output = this.#output(head, set);
-        const worker = await FunctionWorker.start(launch, {
-          mode: 'serve',
-          modulePath,
-          memoryMb: head.memory_mb,
-          env,
-          origin,
-          startTimeoutMs: this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS,
-          slots,
-          onOutput: output.push,
-        });
-        void worker.exited.then((exit) => {
-          output.end();
-          if (exit.signal !== 'SIGKILL') this.logs.append(projectId, name, head.version, 'agent', [`worker ${worker.pid} exited (${describeExit(exit)})`]);
-        });
-        return worker;
-      });
+      return await this.#runtimes.acquire(projectId, memoryMb);
     } catch (err) {
-      if (err instanceof PoolFullError) throw busy(err.message);
-      if (err instanceof RuntimeMissingError) {
+      if (err instanceof HostFullError) throw busy(err.message);
+      if (err instanceof RuntimeStartError) {
         this.#launcher.invalidate();
-        throw new ServiceError('function_runtime_missing', err.message);
-      }
-      if (err instanceof ModuleStartError) {
-        this.logs.append(projectId, name, head.version, 'agent', [`worker start failed: ${new Redactor(set.secrets).redact(err.problem)}`]);
-        throw new ServiceError('function_bad_output', 'the function failed to start (see its logs)');
+        throw new ServiceError('function_runtime_missing', `functions cannot run on host agent ${this.#deps.agentId}: ${err.message}`);
       }
       throw err;
     }
   }
 
-  async #run(lease: Lease, head: FunctionRecord, req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<void> {
-    const { worker } = lease.pooled;
+  /**
+   * Tells `runtime` about the function's current version with the project's environment: its target
+   * id, derived from all that makes its isolate what it is (version, generation, the secret set's
+   * fingerprint, the origin), so an isolate only ever serves invocations that would load it as it is.
+   */
+  async #register(runtime: ProjectRuntime, head: FunctionRecord, set: SecretSet, origin: string): Promise<string> {
+    const { project: projectId, name } = head;
+    const target = `v${createHash('sha256').update(`${projectId}\0${name}\0${head.generation}\0${head.version}\0${set.fingerprint}\0${origin}`).digest('hex').slice(0, 32)}`;
+    if (!this.#targets.has(target)) {
+      this.#targets.set(target, { projectId, name, version: head.version, redactor: new Redactor(set.secrets) });
+    }
+    const modulePath = await this.#modules.ensure(projectId, head);
+    runtime.register(target, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+    return target;
+  }
+
+  async #run(runtime: ProjectRuntime, target: string, head: FunctionRecord, req: IncomingMessage, res: ServerResponse, input: InvocationInput): Promise<FunctionOutcome> {
     let timedOut = false;
-    // Past the deadline the worker is killed; one still running other invocations is retired instead
-    // (this invocation's connection cut), and killed once those have ended (docs/functions.md "Timeouts").
+    let failed: string | null = null;
+    const cut = new AbortController();
+    // Past the deadline the invocation is cut; a runtime whose thread does not answer a ping is stuck
+    // in the function's code and is killed (docs/functions.md "Timeouts").
     const timer = setTimeout(() => {
       timedOut = true;
-      const alone = lease.pooled.active === 1;
-      this.logs.append(head.project, head.name, head.version, 'agent', [
-        `invocation ${input.requestId} ran past its timeout of ${head.timeout_ms} ms: worker ${worker.pid} ${alone ? 'killed' : 'retired, killed once its other invocations end'}`,
-      ]);
-      if (alone) void worker.kill();
-      else void lease.client.destroy().catch(() => {});
+      cut.abort();
+      void runtime.ping(STUCK_PING_MS).then((answers) => {
+        this.logs.append(head.project, head.name, head.version, 'agent', [
+          `invocation ${input.requestId} ran past its timeout of ${head.timeout_ms} ms${answers ? '' : `: its runtime (pid ${runtime.pid}) was stuck and is killed`}`,
+        ]);
+        if (!answers) void this.#runtimes.kill(runtime);
+      });
     }, head.timeout_ms);
-    let reusable = false;
+    const isHead = input.method === 'HEAD';
     try {
-      const headers = upstreamRequestHeaders(req, DROPPED_HEADERS);
-      // A HEAD reaches the worker as a marked GET (FUNCTION_HEADERS.method), whether it came as one or so.
-      const head = req.method === 'HEAD' || (req.method === 'GET' && req.headers[FUNCTION_HEADERS.method] === 'HEAD');
-      const method = head ? 'GET' : (req.method ?? 'GET');
-      if (head) headers.push(FUNCTION_HEADERS.method, 'HEAD');
-      const hasBody = method !== 'GET';
-      // The one Content-Length of the worker's request (RFC 9110 §8.6), for the body it is sent with.
-      if (hasBody && input.length !== null) headers.push('content-length', String(input.length));
-      await forward(lease.client, req, res, { method, path: input.path, headers, body: hasBody ? req : null });
-      // Ended, not cut short (a destroyed answer means the worker or the client went away).
-      reusable = !timedOut && res.writableEnded && worker.alive() && worker.connected(lease.client);
+      const headers = [...input.headers];
+      // The one Content-Length of the function's request, the client's (RFC 9110 §8.6).
+      if (input.length !== null) headers.push('content-length', String(input.length));
+      await forward(runtime.pool, req, res, {
+        method: input.method,
+        path: `/${target}${input.path}`,
+        headers,
+        body: input.hasBody ? req : null,
+        signal: cut.signal,
+        answerHeaders: (_status, flat) => {
+          const out: string[] = [];
+          for (let i = 0; i < flat.length; i += 2) {
+            const name = flat[i]!.toLowerCase();
+            if (name === 'x-svc-rt-failed') {
+              failed = flat[i + 1]!;
+              continue;
+            }
+            // A HEAD crossed the handlers' hop as a GET: its length travels renamed, with an empty body.
+            if (isHead && name === 'content-length') {
+              out.push(FUNCTION_HEADERS.contentLength, flat[i + 1]!);
+              continue;
+            }
+            out.push(flat[i]!, flat[i + 1]!);
+          }
+          if (isHead) out.push('content-length', '0');
+          return out;
+        },
+      });
+      if (timedOut) return 'timeout';
+      return failed === null ? 'ok' : 'bad_output';
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
       if (timedOut) throw new ServiceError('function_timeout', `function ${head.name} did not answer within its timeout of ${head.timeout_ms} ms`);
-      const exit = await Promise.race([worker.exited, new Promise<null>((r) => setTimeout(() => r(null), 200))]);
-      throw new ServiceError('function_bad_output', `the worker of function ${head.name} ${exit ? `exited (${describeExit(exit)})` : 'failed'} before answering (see its logs)`);
+      const exit = await Promise.race([runtime.exited, new Promise<null>((r) => setTimeout(() => r(null), 200))]);
+      if (exit === null) throw new ServiceError('function_bad_output', `the runtime of function ${head.name} failed before answering`);
+      this.logs.append(head.project, head.name, head.version, 'agent', [`its runtime (pid ${runtime.pid}) ended during invocation ${input.requestId}: ${describeExit(exit, head.memory_mb)}`]);
+      throw new ServiceError('function_bad_output', `the runtime of function ${head.name} ended before answering (${describeExit(exit, head.memory_mb)})`);
     } finally {
       clearTimeout(timer);
-      this.#pool.release(lease, reusable);
     }
   }
 
-  /** The console of a worker into the function's log, line by line, secrets redacted. */
-  #output(head: FunctionRecord, set: SecretSet): { push: (stream: 'stdout' | 'stderr', text: string) => void; end: () => void } {
-    const redactor = new Redactor(set.secrets);
-    const splitters = {
-      stdout: this.#splitter(head, redactor, 'stdout'),
-      stderr: this.#splitter(head, redactor, 'stderr'),
-    };
-    return {
-      push: (stream, text) => splitters[stream].push(text),
-      end: () => {
-        splitters.stdout.end();
-        splitters.stderr.end();
+  /** Starts a runtime of the project (`kind` r: serving, c: a deploy's check). */
+  async #startRuntime(projectId: string, memoryMb: number, kind: 'r' | 'c'): Promise<ProjectRuntime> {
+    const launch = await this.#launch();
+    const { settings } = this.#deps;
+    const id = `${projectId}-${kind}${memoryMb}-${++this.#started}`;
+    const runtime = await ProjectRuntime.start({
+      id,
+      projectId,
+      memoryMb,
+      mode: launch.mode,
+      workerd: launch.workerd,
+      tools: launch.tools,
+      uid: uidOf(projectId),
+      dir: join(this.#area, '.runtimes', id),
+      cgroups: launch.cgroups,
+      cgroupName: `svc-${this.#deps.agentId}/fn-${id}`,
+      limits: {
+        memoryBytes: Math.max(settings.SVCD_FUNCTION_PROJECT_MEMORY_MB, memoryMb + RUNTIME_OVERHEAD_MB) * 1024 * 1024,
+        cpuShares: 1024,
+        cpuQuotaPercent: settings.SVCD_FUNCTION_CPU_PERCENT,
+        pidsMax: RUNTIME_PIDS_MAX,
       },
-    };
+      egress: this.#egress,
+      startTimeoutMs: settings.SVCD_FUNCTION_START_TIMEOUT_MS,
+      onLine: (target, stream, text) => this.#line(id, target, stream, text),
+    });
+    void runtime.exited.then((exit) => {
+      if (exit.signal !== 'SIGKILL' || exit.heapLimit || exit.oomKilled) this.#deps.log(`agent: functions: runtime ${id} (pid ${runtime.pid}) exited: ${describeExit(exit, memoryMb)}`);
+    });
+    return runtime;
   }
 
-  #splitter(head: FunctionRecord, redactor: Redactor, stream: 'stdout' | 'stderr'): { push(text: string): void; end(): void } {
+  /** A line of a runtime: a function's console into its log (secrets redacted), else the agent's log. */
+  #line(runtimeId: string, target: string | null, stream: 'stdout' | 'stderr' | 'agent', text: string): void {
+    const meta = target === null ? undefined : this.#targets.get(target);
+    if (!meta) {
+      if (text.trim()) this.#deps.log(`agent: functions: runtime ${runtimeId}: ${text.slice(0, 500)}`);
+      return;
+    }
     const lines: string[] = [];
-    const splitter = new LineSplitter(redactor, (line) => lines.push(line));
-    const flush = () => {
-      this.logs.append(head.project, head.name, head.version, stream, lines.splice(0));
-    };
-    return {
-      push(text) {
-        splitter.push(text);
-        flush();
-      },
-      end() {
-        splitter.end();
-        flush();
-      },
-    };
+    const splitter = new LineSplitter(meta.redactor, (line) => lines.push(line));
+    splitter.push(text);
+    splitter.end();
+    this.logs.append(meta.projectId, meta.name, meta.version, stream, lines);
   }
 
-  /** Loads the module in a worker of its own and ends it; 400 naming the problem when it fails. */
-  async #check(launch: WorkerLaunch, modulePath: string, memoryMb: number, env: Record<string, string>, origin: string, set: SecretSet): Promise<void> {
+  /** Loads the module in a runtime of its own and ends it; 400 naming the problem when it fails. */
+  async #check(projectId: string, name: string, modulePath: string, memoryMb: number, origin: string, set: SecretSet): Promise<void> {
+    let runtime: ProjectRuntime;
     try {
-      const worker = await FunctionWorker.start(launch, {
-        mode: 'check',
-        modulePath,
-        memoryMb,
-        env,
-        origin,
-        startTimeoutMs: this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS,
-        slots: 0,
-        onOutput: () => {},
-      });
-      await worker.kill();
+      runtime = await this.#startRuntime(projectId, memoryMb, 'c');
     } catch (err) {
-      if (err instanceof ModuleStartError) throw errors.invalid(`body: ${new Redactor(set.secrets).redact(err.problem)}`);
-      if (err instanceof RuntimeMissingError) {
+      if (err instanceof RuntimeStartError) {
         this.#launcher.invalidate();
-        throw new ServiceError('function_runtime_missing', err.message);
+        throw new ServiceError('function_runtime_missing', `functions cannot run on host agent ${this.#deps.agentId}: ${err.message}`);
       }
       throw err;
     }
+    try {
+      const target = 'check';
+      runtime.register(target, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+      let problem: string | null;
+      try {
+        problem = await runtime.check(target, this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS);
+      } catch {
+        const exit = await Promise.race([runtime.exited, new Promise<null>((r) => setTimeout(() => r(null), 200))]);
+        problem = exit ? `the module's runtime ended while loading it (${describeExit(exit, memoryMb)})` : `the module did not finish loading within ${this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS} ms`;
+      }
+      if (problem !== null) throw errors.invalid(`body: ${new Redactor(set.secrets).redact(problem)}`);
+    } finally {
+      await runtime.kill();
+    }
   }
 
-  async #launch(): Promise<WorkerLaunch> {
+  async #launch(): Promise<RuntimeLaunch> {
     const launch = await this.#launcher.launch();
     if (typeof launch === 'string') throw new ServiceError('function_runtime_missing', `functions cannot run on host agent ${this.#deps.agentId}: ${launch}`);
     return launch;
@@ -440,7 +529,7 @@ export class FunctionRuntime {
 
   /**
    * Removes version items with their blobs, then the local copies no remaining version refers to. A
-   * running worker keeps the module it has loaded; a copy needed again is fetched again.
+   * running isolate keeps the module it has loaded; a copy needed again is fetched again.
    */
   async #removeVersions(projectId: string, versions: FunctionVersionRecord[], why: string): Promise<void> {
     for (const v of versions) await this.#modules.discard(projectId, v).catch((err: unknown) => this.#logBlobLeft(projectId, v.blob, err));
@@ -472,14 +561,29 @@ export class FunctionRuntime {
   }
 }
 
-/**
- * Headers of the agent's request never copied to the worker's: the client's credential, the
- * service's own internal headers, and the `Content-Length` of the hop from the handlers, which
- * frames that hop only (a fixed-length body crosses it with one, an empty POST with 0); the
- * worker's request is given the client's declared length instead (InvocationInput.length), once:
- * two `Content-Length` fields make undici refuse the request before it is sent (RFC 9110 §8.6).
- */
-const DROPPED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'content-length', ...Object.values(FUNCTION_HEADERS)]);
+/** How a runtime ended, in words: past its memory, killed, or its exit status. */
+function describeExit(exit: RuntimeExit, memoryMb: number): string {
+  if (exit.heapLimit) return `an isolate passed its memory limit of ${memoryMb} MiB (memory_mb)`;
+  if (exit.oomKilled) return 'the runtime passed its memory limit (SVCD_FUNCTION_PROJECT_MEMORY_MB) and was killed';
+  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+/** The metrics outcome of an invocation that threw. */
+function outcomeOf(err: unknown): FunctionOutcome {
+  if (!(err instanceof ServiceError)) return 'error';
+  switch (err.code) {
+    case 'function_busy':
+      return 'busy';
+    case 'function_timeout':
+      return 'timeout';
+    case 'function_bad_output':
+      return 'bad_output';
+    case 'function_runtime_missing':
+      return 'runtime_missing';
+    default:
+      return 'error';
+  }
+}
 
 /** 429 `function_busy` with `Retry-After`. */
 function busy(message: string): ServiceError {

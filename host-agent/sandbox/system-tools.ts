@@ -1,7 +1,19 @@
 /**
- * System tools (util-linux `setpriv`, `unshare`) as every sandboxed process of the agent finds them:
- * one lookup for engines and function workers alike, at an absolute path from a fixed list of system
- * directories, never the agent's PATH. It lives in host-agent/functions/launch.ts, where the function
- * runtime first needed it; the sandbox's modules take it from here.
+ * System tools (util-linux `setpriv`, `unshare`, `umount`) as every sandboxed process of the agent
+ * finds them: one lookup for engines and function runtimes alike, at an absolute path from a fixed
+ * list of system directories, never the agent's PATH (no module reads the environment).
  */
-export { systemTool } from '../functions/launch.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Where system tools are looked for. */
+const SYSTEM_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
+/** The absolute path of a system tool, or null when it is not installed. */
+export function systemTool(name: string): string | null {
+  for (const dir of SYSTEM_PATH) {
+    const path = join(dir, name);
+    if (existsSync(path)) return path;
+  }
+  return null;
+}

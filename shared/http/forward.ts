@@ -1,7 +1,8 @@
 /**
  * Streaming HTTP forwarding over undici (docs/dataplane.md): the request body is piped to the
  * upstream and the answer piped back, both with backpressure and never buffered; hop-by-hop headers
- * are stripped both ways (./hop-by-hop.ts); a client that goes away aborts the upstream request.
+ * are stripped both ways (./hop-by-hop.ts) and the status line passes as the upstream wrote it,
+ * reason phrase included; a client that goes away aborts the upstream request.
  * Used by the `/v2` listener and by the local stack's front proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -9,7 +10,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { buildConnector, type Dispatcher } from 'undici';
 import { connectionTokens, isHopByHop } from './hop-by-hop.ts';
-import { closeAfterAnswer } from './node-http.ts';
+import { closeAfterAnswer, reasonPhrase } from './node-http.ts';
 
 /**
  * The request headers to send upstream, as undici's flat `[name, value, ...]` array built from the
@@ -41,6 +42,8 @@ export interface ForwardRequest {
   reset?: boolean;
   /** Rewrites the answer's headers (flat `[name, value, ...]`, hop-by-hop ones already removed) before they are written. */
   answerHeaders?: (statusCode: number, headers: string[]) => string[];
+  /** Aborts the upstream request (before its answer began: UpstreamError; after: the answer is cut short). */
+  signal?: AbortSignal;
 }
 
 /** The upstream failed before any of its answer was sent: the caller still owns the response. */
@@ -100,11 +103,14 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
       if (!res.writableFinished) stop();
     };
     const onDrain = () => controller?.resume();
+    const onAbort = () => controller?.abort(new Error('the forwarded request was aborted'));
     const cleanup = () => {
       res.off('close', onClose);
       res.off('drain', onDrain);
       req.off('error', stop);
+      f.signal?.removeEventListener('abort', onAbort);
     };
+    f.signal?.addEventListener('abort', onAbort);
     res.on('close', onClose);
     res.on('drain', onDrain);
     req.on('error', stop);
@@ -114,8 +120,9 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
         onRequestStart(c) {
           controller = c;
           if (gone) c.abort(new Error(CLIENT_GONE));
+          else if (f.signal?.aborted) onAbort();
         },
-        onResponseStart(_c, statusCode, headers) {
+        onResponseStart(_c, statusCode, headers, statusMessage) {
           if (res.headersSent) {
             // Answered meanwhile by the listener itself (a malformed rest of the request).
             stop();
@@ -125,7 +132,8 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
           // read, so the client's connection is closed after it (shared/http/node-http.ts).
           if (!req.complete) closeAfterAnswer(req, res);
           const flat = answerHeaders(headers, f.extraResponseHeaders);
-          res.writeHead(statusCode, f.answerHeaders ? f.answerHeaders(statusCode, flat) : flat);
+          // The upstream's reason phrase too, empty or not: a relay changes no part of the status line.
+          res.writeHead(statusCode, reasonPhrase(statusMessage), f.answerHeaders ? f.answerHeaders(statusCode, flat) : flat);
           started = true;
           const length = headers['content-length'];
           if (typeof length === 'string' && /^\d{1,15}$/.test(length)) remaining = Number(length);

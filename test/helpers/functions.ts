@@ -48,23 +48,27 @@ export default {
     const total = Number(new URL(request.url).searchParams.get('bytes'));
     const block = new Uint8Array(64 * 1024).fill(97);
     let sent = 0;
-    return new Response(new ReadableStream({
+    // As in Workers, a stream's length is declared by a FixedLengthStream (a Content-Length header on a stream is not).
+    const { readable, writable } = new FixedLengthStream(total);
+    void new ReadableStream({
       pull(c) {
         if (sent >= total) return c.close();
         const n = Math.min(block.length, total - sent);
         c.enqueue(block.slice(0, n));
         sent += n;
       },
-    }), { headers: { 'content-length': String(total) } });
+    }, { highWaterMark: 0 }).pipeTo(writable);
+    return new Response(readable);
   },
 };`,
-  /** Waits `?ms=` then answers `API_KEY` as `env` and `process.env` see it. */
+  /** Waits `?ms=` then answers `API_KEY` as `env` and `process.env` see it, and which isolate it ran in. */
   sleep: `
+const isolate = crypto.randomUUID();
 export default {
   async fetch(request, env) {
     const ms = Number(new URL(request.url).searchParams.get('ms') ?? 0);
     await new Promise((r) => setTimeout(r, ms));
-    return Response.json({ env: env.API_KEY ?? null, process: process.env.API_KEY ?? null, pid: process.pid });
+    return Response.json({ env: env.API_KEY ?? null, process: process.env.API_KEY ?? null, isolate });
   },
 };`,
   /** Every variable of its environment, both ways. */

@@ -1,0 +1,343 @@
+/**
+ * One function runtime of a project (docs/functions.md "Runtimes"): a workerd process, inside the OS
+ * layer of ./sandbox.ts, whose supervisor (./supervisor.js) runs each of the project's function
+ * versions in an isolate of its own. The agent serves it two unix sockets in its `out/` directory —
+ * the control socket (`GET /targets/<id>`: a version's module, environment and origin) and the egress
+ * filter (./egress.ts) — and reaches it through its own socket in `in/`.
+ *
+ * Its directory, `functions/.runtimes/<runtime id>/` under `SVCD_ROOT`, holds `root/` (the mount
+ * point of its root), `cfg/` (config.capnp and supervisor.js), `in/` and `out/`; it is removed when
+ * the runtime has exited, and a start of the agent removes what a crash left.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import type { Cgroup, CgroupHost, CgroupLimits } from '../sandbox/cgroups.ts';
+import type { EgressFilter } from './egress.ts';
+import { insidePaths, launchArgv, type SandboxMode, type SandboxTools } from './sandbox.ts';
+import { FUNCTION_COMPATIBILITY_DATE, FUNCTION_COMPATIBILITY_FLAGS, runtimeConfig } from './workerd-config.ts';
+
+/** The supervisor's source, copied into each runtime's configuration directory. */
+const SUPERVISOR = fileURLToPath(new URL('./supervisor.js', import.meta.url));
+
+/** What the control socket answers for a target: one function version with its environment. */
+export interface TargetSpec {
+  /** The module file on this agent. */
+  modulePath: string;
+  env: Readonly<Record<string, string>>;
+  origin: string;
+}
+
+/** How a runtime ended. */
+export interface RuntimeExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** An isolate passed its heap limit (V8 aborts the process). */
+  heapLimit: boolean;
+  /** The kernel's OOM killer ended it (its cgroup's memory limit). */
+  oomKilled: boolean;
+}
+
+/** Why the runtime could not be started at all (the binary, the sandbox): 503 `function_runtime_missing`. */
+export class RuntimeStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RuntimeStartError';
+  }
+}
+
+/** What a start needs. */
+export interface RuntimeOptions {
+  /** Unique among this agent's runtimes: `<project>-m<memory>-<n>`. */
+  id: string;
+  projectId: string;
+  memoryMb: number;
+  mode: SandboxMode;
+  workerd: string;
+  tools: SandboxTools | null;
+  /** The uid (and gid) it runs as with the OS layer. */
+  uid: number;
+  /** `functions/.runtimes/<id>` under `SVCD_ROOT`. */
+  dir: string;
+  cgroups: CgroupHost | null;
+  cgroupName: string;
+  limits: CgroupLimits;
+  egress: EgressFilter;
+  startTimeoutMs: number;
+  /** A line the runtime wrote: of a target's function (its console, or the supervisor about it), or of the runtime itself (target null). */
+  onLine(target: string | null, stream: 'stdout' | 'stderr' | 'agent', text: string): void;
+}
+
+/** Longest line kept from the runtime's output; the rest of a longer one is dropped. */
+const LINE_MAX = 64 * 1024;
+
+/** A running runtime. */
+export class ProjectRuntime {
+  readonly id: string;
+  readonly projectId: string;
+  readonly memoryMb: number;
+  readonly pid: number;
+  /** Connections to its supervisor. */
+  readonly pool: Pool;
+  readonly exited: Promise<RuntimeExit>;
+  readonly #targets: Map<string, TargetSpec>;
+  readonly #child: ChildProcess;
+  readonly #servers: Server[];
+  readonly #group: Cgroup | null;
+  readonly #dir: string;
+  #exit: RuntimeExit | null = null;
+
+  private constructor(options: RuntimeOptions, targets: Map<string, TargetSpec>, child: ChildProcess, servers: Server[], group: Cgroup | null, exited: Promise<RuntimeExit>) {
+    this.id = options.id;
+    this.#targets = targets;
+    this.projectId = options.projectId;
+    this.memoryMb = options.memoryMb;
+    this.#child = child;
+    this.pid = child.pid!;
+    this.#servers = servers;
+    this.#group = group;
+    this.#dir = options.dir;
+    this.pool = new Pool('http://runtime', {
+      socketPath: join(options.dir, 'in', 'runtime.sock'),
+      connections: 256,
+      pipelining: 1,
+      keepAliveTimeout: 60_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+    this.exited = exited.then((exit) => (this.#exit = exit));
+  }
+
+  /** Makes a version known to the runtime (its supervisor asks for it on first use). */
+  register(target: string, spec: TargetSpec): void {
+    this.#targets.set(target, spec);
+  }
+
+  /** True until its exit was observed. */
+  alive(): boolean {
+    return this.#exit === null;
+  }
+
+  /** Its resident memory, in bytes (0 when gone). */
+  async rssBytes(): Promise<number> {
+    try {
+      const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Whether its supervisor answers within `timeoutMs` (a function stuck in a loop blocks its thread). */
+  async ping(timeoutMs: number): Promise<boolean> {
+    if (!this.alive()) return false;
+    try {
+      const answer = await this.pool.request({ method: 'GET', path: '/.ping', signal: AbortSignal.timeout(timeoutMs) });
+      await answer.body.dump();
+      return answer.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Loads a version in its isolate: null when it loaded and has a default `fetch`, else the problem. */
+  async check(target: string, timeoutMs: number): Promise<string | null> {
+    const answer = await this.pool.request({ method: 'GET', path: `/.check/${target}`, signal: AbortSignal.timeout(timeoutMs) });
+    const verdict = (await answer.body.json()) as { ok?: boolean; problem?: string };
+    return verdict.ok === true ? null : (verdict.problem ?? 'the module failed to load');
+  }
+
+  /** Kills it (SIGKILL, its whole cgroup too) and waits for its exit. Idempotent. */
+  async kill(): Promise<void> {
+    if (this.#exit === null) {
+      this.#child.kill('SIGKILL');
+      this.#group?.kill();
+    }
+    await this.exited;
+  }
+
+  /** Starts a runtime and resolves once it listens; RuntimeStartError when it cannot be started. */
+  static async start(options: RuntimeOptions): Promise<ProjectRuntime> {
+    const dirs = { root: join(options.dir, 'root'), cfg: join(options.dir, 'cfg'), in: join(options.dir, 'in'), out: join(options.dir, 'out') };
+    rmSync(options.dir, { recursive: true, force: true });
+    for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true, mode: 0o755 });
+    chmodSync(dirs.root, 0o700);
+    if (options.mode === 'os') {
+      chownSync(dirs.in, options.uid, options.uid);
+      chmodSync(dirs.in, 0o700);
+    }
+    const inside = insidePaths(options.mode, dirs);
+    copyFileSync(SUPERVISOR, join(dirs.cfg, 'supervisor.js'));
+    writeFileSync(
+      join(dirs.cfg, 'config.capnp'),
+      runtimeConfig({ listen: join(inside.in, 'runtime.sock'), control: join(inside.out, 'control.sock'), egress: join(inside.out, 'egress.sock'), heapMb: options.memoryMb }),
+    );
+    const targets = new Map<string, TargetSpec>();
+    const control = createServer({ keepAliveTimeout: 60_000 }, controlHandler(targets));
+    const egress = options.egress.server(options.projectId);
+    const servers = [control, egress];
+    try {
+      await Promise.all([listen(control, join(dirs.out, 'control.sock')), listen(egress, join(dirs.out, 'egress.sock'))]);
+    } catch (err) {
+      closeAll(servers);
+      throw new RuntimeStartError(`the runtime's sockets cannot be opened under ${dirs.out} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+    let argv = launchArgv({
+      mode: options.mode,
+      workerd: options.workerd,
+      tools: options.tools,
+      dirs,
+      uid: options.uid,
+      args: ['serve', '--experimental', join(inside.cfg, 'config.capnp')],
+    });
+    let group: Cgroup | null = null;
+    if (options.cgroups) {
+      group = options.cgroups.create(options.cgroupName, options.limits);
+      argv = options.cgroups.wrap(group, argv);
+    }
+    const [command, ...args] = argv;
+    const child = spawn(command!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'] });
+    let heapLimit = false;
+    let lastError = '';
+    const drained = Promise.all(['stdout', 'stderr'].map((s) => new Promise((r) => child[s as 'stdout'].once('close', r))));
+    lines(child.stdout!, (line) => {
+      const parsed = parseLine(line);
+      if (parsed) options.onLine(parsed.t, parsed.s === 'o' ? 'stdout' : parsed.s === 'e' ? 'stderr' : 'agent', parsed.m);
+      else options.onLine(null, 'stdout', line);
+    });
+    lines(child.stderr!, (line) => {
+      if (line.includes('Reached heap limit') || line.includes('JavaScript heap out of memory')) heapLimit = true;
+      if (line.trim()) lastError = line.trim().slice(0, 300);
+      const parsed = parseLine(line);
+      if (parsed) options.onLine(parsed.t, parsed.s === 'o' ? 'stdout' : parsed.s === 'e' ? 'stderr' : 'agent', parsed.m);
+      else options.onLine(null, 'stderr', line);
+    });
+    const exited = new Promise<RuntimeExit>((resolve) => {
+      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+        const oomKilled = group?.oomKilled() ?? false;
+        group?.kill();
+        group?.remove();
+        closeAll(servers);
+        rmSync(options.dir, { recursive: true, force: true });
+        resolve({ code, signal, heapLimit, oomKilled });
+      };
+      child.once('exit', (code, signal) => {
+        const timer = setTimeout(() => finish(code, signal), 200);
+        void drained.then(() => {
+          clearTimeout(timer);
+          finish(code, signal);
+        });
+      });
+      child.once('error', () => {
+        if (child.pid === undefined) finish(null, null);
+      });
+    });
+    if (child.pid === undefined) {
+      const err = await new Promise<Error>((resolve) => child.once('error', resolve));
+      await exited;
+      throw new RuntimeStartError(`workerd cannot be started (${(err as NodeJS.ErrnoException).code ?? err.message})`);
+    }
+    const runtime = new ProjectRuntime(options, targets, child, servers, group, exited);
+    const ready = await waitForSocket(runtime, options.startTimeoutMs);
+    if (ready !== null) {
+      await runtime.kill();
+      throw new RuntimeStartError(`the function runtime did not start: ${ready}${lastError ? ` (${lastError})` : ''}`);
+    }
+    return runtime;
+  }
+}
+
+/** The control socket: `GET /targets/<id>` answers a registered version's module, environment and origin. */
+function controlHandler(targets: ReadonlyMap<string, TargetSpec>) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const match = /^\/targets\/([a-z0-9]{1,64})$/.exec(req.url ?? '');
+    const spec = match ? targets.get(match[1]!) : undefined;
+    if (req.method !== 'GET' || !spec) {
+      res.writeHead(404, { 'content-length': 0 });
+      res.end();
+      return;
+    }
+    readFile(spec.modulePath, 'utf8').then(
+      (code) => {
+        const body = JSON.stringify({ code, env: spec.env, origin: spec.origin, compatibilityDate: FUNCTION_COMPATIBILITY_DATE, compatibilityFlags: FUNCTION_COMPATIBILITY_FLAGS });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      },
+      () => {
+        res.writeHead(404, { 'content-length': 0 });
+        res.end();
+      },
+    );
+  };
+}
+
+/** Listens on a unix socket that the runtime's user may connect to. */
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      chmodSync(path, 0o666);
+      resolve();
+    });
+  });
+}
+
+function closeAll(servers: Server[]): void {
+  for (const s of servers) {
+    s.close();
+    s.closeAllConnections();
+  }
+}
+
+/** Resolves null once the runtime answers on its socket, else why not (it exited, or the time ran out). */
+async function waitForSocket(runtime: ProjectRuntime, timeoutMs: number): Promise<string | null> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void runtime.exited.then(() => (exited = true));
+  for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
+    if (exited) return 'it exited while starting';
+    if (await runtime.ping(Math.max(50, Math.min(1000, deadline - Date.now())))) return null;
+    if (Date.now() >= deadline) return `it did not answer within ${timeoutMs} ms`;
+    await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+/** Calls `onLine` for each line of `stream` (a longer line than LINE_MAX is cut). */
+function lines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (text: string) => {
+    buffer += text;
+    let nl = buffer.indexOf('\n');
+    while (nl >= 0) {
+      onLine(buffer.slice(0, nl));
+      buffer = buffer.slice(nl + 1);
+      nl = buffer.indexOf('\n');
+    }
+    if (buffer.length > LINE_MAX) {
+      onLine(buffer.slice(0, LINE_MAX));
+      buffer = '';
+    }
+  });
+  stream.on('end', () => {
+    if (buffer) onLine(buffer);
+    buffer = '';
+  });
+}
+
+/** A JSON line of the supervisor (`{t, s, m}`), or null. */
+function parseLine(line: string): { t: string; s: string; m: string } | null {
+  if (!line.startsWith('{"t":')) return null;
+  try {
+    const parsed = JSON.parse(line) as { t?: unknown; s?: unknown; m?: unknown };
+    if (typeof parsed.t === 'string' && typeof parsed.s === 'string' && typeof parsed.m === 'string') return { t: parsed.t, s: parsed.s, m: parsed.m };
+  } catch {
+    // Not ours.
+  }
+  return null;
+}

@@ -1,0 +1,167 @@
+/**
+ * The function runtimes of this agent (docs/functions.md "Runtimes"): one workerd process per project
+ * and memory setting, started on the first invocation that needs it, as each project has one engine.
+ * All of a project's functions with the same `memory_mb` share it, each version in an isolate of its
+ * own; a project whose functions differ in `memory_mb` has one runtime per value, because the heap
+ * limit is the process's (an isolate past it ends its whole process).
+ *
+ * Bounds: at most `max` runtimes on the agent (starting ones included); past it the least recently
+ * used idle runtime of any project makes room, and when every runtime is busy the start is refused
+ * (HostFullError). An idle runtime exits after `idleMs`. A runtime that exits (killed after a
+ * timeout, past its memory) is forgotten at once: the next invocation starts a fresh one.
+ */
+import type { ProjectRuntime } from './project-runtime.ts';
+
+/** Every runtime of the agent is busy and none can be added. */
+export class HostFullError extends Error {
+  constructor(max: number) {
+    super(`all ${max} function runtimes of this host agent are busy`);
+    this.name = 'HostFullError';
+  }
+}
+
+interface Entry {
+  readonly key: string;
+  readonly projectId: string;
+  readonly memoryMb: number;
+  readonly runtime: Promise<ProjectRuntime>;
+  /** Set once started. */
+  started: ProjectRuntime | null;
+  active: number;
+  lastUsed: number;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/** A runtime held for one invocation (or one deploy's check). */
+export interface Held {
+  readonly runtime: ProjectRuntime;
+  release(): void;
+}
+
+/** The runtimes. */
+export class Runtimes {
+  readonly #max: number;
+  readonly #idleMs: number;
+  readonly #now: () => number;
+  readonly #start: (projectId: string, memoryMb: number) => Promise<ProjectRuntime>;
+  readonly #entries = new Map<string, Entry>();
+  #closed = false;
+  /** Counters, for tests and the benchmark. */
+  readonly stats = { started: 0, reused: 0, exited: 0 };
+
+  constructor(options: { max: number; idleMs: number; now: () => number; start: (projectId: string, memoryMb: number) => Promise<ProjectRuntime> }) {
+    this.#max = options.max;
+    this.#idleMs = options.idleMs;
+    this.#now = options.now;
+    this.#start = options.start;
+  }
+
+  /** The project's runtime for `memoryMb`, started when there is none; release it when done. */
+  async acquire(projectId: string, memoryMb: number): Promise<Held> {
+    if (this.#closed) throw new Error('the function runtimes are closed');
+    const key = `${projectId}:${memoryMb}`;
+    let entry = this.#entries.get(key);
+    if (entry) this.stats.reused++;
+    else {
+      if (this.#entries.size >= this.#max && !this.#evictOne()) throw new HostFullError(this.#max);
+      entry = this.#begin(key, projectId, memoryMb);
+    }
+    clearTimeout(entry.idleTimer);
+    entry.active++;
+    entry.lastUsed = this.#now();
+    let runtime: ProjectRuntime;
+    try {
+      runtime = await entry.runtime;
+    } catch (err) {
+      entry.active--;
+      throw err;
+    }
+    const held = entry;
+    let released = false;
+    return {
+      runtime,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.active--;
+        held.lastUsed = this.#now();
+        if (held.active === 0 && this.#entries.get(held.key) === held) {
+          held.idleTimer = setTimeout(() => this.#end(held), this.#idleMs);
+          held.idleTimer.unref();
+        }
+      },
+    };
+  }
+
+  /** Ends `runtime` now (a function stuck past its timeout); invocations on it fail. */
+  async kill(runtime: ProjectRuntime): Promise<void> {
+    for (const entry of this.#entries.values()) if (entry.started === runtime) this.#forget(entry);
+    await runtime.kill();
+  }
+
+  /** Ends every runtime of the project (deleted): at once, its invocations were refused before. */
+  retireProject(projectId: string): void {
+    for (const entry of [...this.#entries.values()]) if (entry.projectId === projectId) this.#end(entry);
+  }
+
+  /** The live runtimes: project, memory, pid, invocations in flight (tests, the benchmark, metrics). */
+  list(): { projectId: string; memoryMb: number; pid: number; active: number; runtime: ProjectRuntime }[] {
+    const out = [];
+    for (const e of this.#entries.values()) if (e.started) out.push({ projectId: e.projectId, memoryMb: e.memoryMb, pid: e.started.pid, active: e.active, runtime: e.started });
+    return out;
+  }
+
+  /** Kills every runtime and refuses new ones. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const all = [...this.#entries.values()];
+    this.#entries.clear();
+    await Promise.all(all.map(async (e) => (await e.runtime.catch(() => null))?.kill()));
+  }
+
+  #begin(key: string, projectId: string, memoryMb: number): Entry {
+    const entry: Entry = {
+      key,
+      projectId,
+      memoryMb,
+      runtime: this.#start(projectId, memoryMb),
+      started: null,
+      active: 0,
+      lastUsed: this.#now(),
+      idleTimer: undefined,
+    };
+    this.#entries.set(key, entry);
+    entry.runtime.then(
+      (runtime) => {
+        entry.started = runtime;
+        this.stats.started++;
+        void runtime.exited.then(() => {
+          this.stats.exited++;
+          this.#forget(entry);
+        });
+        if (this.#closed || this.#entries.get(key) !== entry) void runtime.kill();
+      },
+      () => this.#forget(entry),
+    );
+    return entry;
+  }
+
+  #forget(entry: Entry): void {
+    clearTimeout(entry.idleTimer);
+    if (this.#entries.get(entry.key) === entry) this.#entries.delete(entry.key);
+  }
+
+  #end(entry: Entry): void {
+    this.#forget(entry);
+    void entry.runtime.then((r) => r.kill()).catch(() => {});
+  }
+
+  /** Ends the least recently used idle runtime; false when every runtime is busy. */
+  #evictOne(): boolean {
+    let oldest: Entry | undefined;
+    for (const e of this.#entries.values()) if (e.active === 0 && e.started && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
+    if (!oldest) return false;
+    this.#end(oldest);
+    return true;
+  }
+}
