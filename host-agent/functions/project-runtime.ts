@@ -85,9 +85,13 @@ export class ProjectRuntime {
   readonly pool: Pool;
   readonly exited: Promise<RuntimeExit>;
   readonly #targets: Map<string, TargetSpec>;
+  /** The functions whose versions it was told about. */
+  readonly #functions = new Set<string>();
   readonly #child: ChildProcess;
   readonly #servers: Server[];
   readonly #group: Cgroup | null;
+  readonly #cgroups: CgroupHost | null;
+  readonly #limits: CgroupLimits;
   readonly #dir: string;
   #exit: RuntimeExit | null = null;
 
@@ -100,6 +104,8 @@ export class ProjectRuntime {
     this.pid = child.pid!;
     this.#servers = servers;
     this.#group = group;
+    this.#cgroups = options.cgroups;
+    this.#limits = options.limits;
     this.#dir = options.dir;
     this.pool = new Pool('http://runtime', {
       socketPath: join(options.dir, 'in', 'runtime.sock'),
@@ -112,9 +118,26 @@ export class ProjectRuntime {
     this.exited = exited.then((exit) => (this.#exit = exit));
   }
 
-  /** Makes a version known to the runtime (its supervisor asks for it on first use). */
-  register(target: string, spec: TargetSpec): void {
+  /**
+   * Makes a version of function `name` known to the runtime (its supervisor asks for it on first
+   * use). Answers how many functions it now runs when `name` is new to it, else null.
+   */
+  register(target: string, name: string, spec: TargetSpec): number | null {
     this.#targets.set(target, spec);
+    if (this.#functions.has(name)) return null;
+    this.#functions.add(name);
+    return this.#functions.size;
+  }
+
+  /** Sets its cgroup's memory limit (the functions it runs grew in number); false without a cgroup or when refused. */
+  limitMemory(bytes: number): boolean {
+    if (!this.#group || !this.#cgroups || !this.alive()) return false;
+    try {
+      this.#cgroups.create(this.#group.name, { ...this.#limits, memoryBytes: bytes });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** True until its exit was observed. */

@@ -383,7 +383,8 @@ export class FunctionRuntime {
       this.#targets.set(target, { projectId, name, version: head.version, redactor: new Redactor(set.secrets) });
     }
     const modulePath = await this.#modules.ensure(projectId, head);
-    runtime.register(target, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+    const functions = runtime.register(target, name, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+    if (functions !== null) runtime.limitMemory(runtimeMemoryMb(head.memory_mb, functions, this.#deps.settings.SVCD_FUNCTION_PROJECT_MEMORY_MB) * 1024 * 1024);
     return target;
   }
 
@@ -392,15 +393,17 @@ export class FunctionRuntime {
     let failed: string | null = null;
     const cut = new AbortController();
     // Past the deadline the invocation is cut; a runtime whose thread does not answer a ping is stuck
-    // in the function's code and is killed (docs/functions.md "Timeouts").
+    // in the function's code and is killed before the 504 is answered, so the client's next
+    // invocation finds a fresh one (docs/functions.md "Timeouts").
+    let settled: Promise<void> = Promise.resolve();
     const timer = setTimeout(() => {
       timedOut = true;
       cut.abort();
-      void runtime.ping(STUCK_PING_MS).then((answers) => {
+      settled = runtime.ping(STUCK_PING_MS).then(async (answers) => {
         this.logs.append(head.project, head.name, head.version, 'agent', [
           `invocation ${input.requestId} ran past its timeout of ${head.timeout_ms} ms${answers ? '' : `: its runtime (pid ${runtime.pid}) was stuck and is killed`}`,
         ]);
-        if (!answers) void this.#runtimes.kill(runtime);
+        if (!answers) await this.#runtimes.kill(runtime);
       });
     }, head.timeout_ms);
     const isHead = input.method === 'HEAD';
@@ -433,15 +436,19 @@ export class FunctionRuntime {
           return out;
         },
       });
-      if (timedOut) return 'timeout';
+      if (timedOut) {
+        await settled;
+        return 'timeout';
+      }
       return failed === null ? 'ok' : 'bad_output';
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
+      if (timedOut) await settled;
       if (timedOut) throw new ServiceError('function_timeout', `function ${head.name} did not answer within its timeout of ${head.timeout_ms} ms`);
       const exit = await Promise.race([runtime.exited, new Promise<null>((r) => setTimeout(() => r(null), 200))]);
       if (exit === null) throw new ServiceError('function_bad_output', `the runtime of function ${head.name} failed before answering`);
       this.logs.append(head.project, head.name, head.version, 'agent', [`its runtime (pid ${runtime.pid}) ended during invocation ${input.requestId}: ${describeExit(exit, head.memory_mb)}`]);
-      throw new ServiceError('function_bad_output', `the runtime of function ${head.name} ended before answering (${describeExit(exit, head.memory_mb)})`);
+      throw new ServiceError('function_bad_output', `function ${head.name} ended before answering: ${describeExit(exit, head.memory_mb)}`);
     } finally {
       clearTimeout(timer);
     }
@@ -464,7 +471,7 @@ export class FunctionRuntime {
       cgroups: launch.cgroups,
       cgroupName: `svc-${this.#deps.agentId}/fn-${id}`,
       limits: {
-        memoryBytes: Math.max(settings.SVCD_FUNCTION_PROJECT_MEMORY_MB, memoryMb + RUNTIME_OVERHEAD_MB) * 1024 * 1024,
+        memoryBytes: runtimeMemoryMb(memoryMb, 1, settings.SVCD_FUNCTION_PROJECT_MEMORY_MB) * 1024 * 1024,
         cpuShares: 1024,
         cpuQuotaPercent: settings.SVCD_FUNCTION_CPU_PERCENT,
         pidsMax: RUNTIME_PIDS_MAX,
@@ -507,7 +514,7 @@ export class FunctionRuntime {
     }
     try {
       const target = 'check';
-      runtime.register(target, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+      runtime.register(target, name, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
       let problem: string | null;
       try {
         problem = await runtime.check(target, this.#deps.settings.SVCD_FUNCTION_START_TIMEOUT_MS);
@@ -561,10 +568,19 @@ export class FunctionRuntime {
   }
 }
 
+/**
+ * The memory limit of a runtime running `functions` functions of `memoryMb` each: every one of them
+ * may use its `memory_mb` (its heap, and its array buffers, which are outside the heap), plus what
+ * workerd needs itself; at most the project's share of the host (`SVCD_FUNCTION_PROJECT_MEMORY_MB`),
+ * but never less than one function's.
+ */
+export function runtimeMemoryMb(memoryMb: number, functions: number, projectMb: number): number {
+  return RUNTIME_OVERHEAD_MB + Math.max(memoryMb, Math.min(memoryMb * functions, projectMb));
+}
+
 /** How a runtime ended, in words: past its memory, killed, or its exit status. */
 function describeExit(exit: RuntimeExit, memoryMb: number): string {
-  if (exit.heapLimit) return `an isolate passed its memory limit of ${memoryMb} MiB (memory_mb)`;
-  if (exit.oomKilled) return 'the runtime passed its memory limit (SVCD_FUNCTION_PROJECT_MEMORY_MB) and was killed';
+  if (exit.heapLimit || exit.oomKilled) return `it passed its memory limit of ${memoryMb} MiB (memory_mb)`;
   return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
 }
 

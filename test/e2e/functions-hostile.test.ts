@@ -11,9 +11,10 @@
  * asserted is that nothing happened. The stack runs with its default settings but two: engines take
  * ports from a small range of their own (so the port-squatting attack cannot disturb any other stack
  * on this machine), and `SVCD_ENGINE_STATEMENT_TIMEOUT_MS=1000` when the stack knows that setting
- * (the runaway-query test fails naming it when it does not). The link-local metadata address
- * 169.254.169.254 is put on `lo` for the few seconds of the address test (root only), so that a
- * connection to it is seen by a canary rather than lost. The stack directory is made 0755, as
+ * (the runaway-query test fails naming it when it does not). Addresses this host does not have (the
+ * link-local metadata address 169.254.169.254, private ranges) are never connected to by the test:
+ * a function's request to them must be refused by the egress filter itself, which answers 403 with
+ * `x-svc-egress-refused` before any connection is made. The stack directory is made 0755, as
  * `npm start`'s `.svc` is, so that engines running as an unprivileged user reach their directories.
  *
  * Attacks that cannot disturb each other run concurrently (1, 3, 10, the DynamoDB listener); the
@@ -444,29 +445,6 @@ async function canary(): Promise<{ port: number; hits: string[]; close: () => Pr
   };
 }
 
-/** Puts 169.254.169.254 on `lo` (root only); answers how to take it off, or null when it cannot be put. */
-function metadataAddress(): (() => void) | null {
-  const has = () => {
-    try {
-      return execFileSync('ip', ['-o', 'addr', 'show', 'dev', 'lo'], { encoding: 'utf8' }).includes('169.254.169.254');
-    } catch {
-      return false;
-    }
-  };
-  if (has()) return () => {};
-  try {
-    execFileSync('ip', ['addr', 'add', '169.254.169.254/32', 'dev', 'lo'], { stdio: 'ignore' });
-  } catch {
-    return null;
-  }
-  return () => {
-    try {
-      execFileSync('ip', ['addr', 'del', '169.254.169.254/32', 'dev', 'lo'], { stdio: 'ignore' });
-    } catch {
-      // already gone
-    }
-  };
-}
 
 /** A run of `n` consecutive ports, all free now, below the ephemeral range and away from the default 20000-20999. */
 async function freeRange(n: number): Promise<[number, number]> {
@@ -519,7 +497,6 @@ afterAll(async () => {
 describe.concurrent('a function of project A reaches nothing outside its isolate', () => {
   it('1. cannot reach B engine over loopback (any spelling of it) nor any loopback, private, link-local or own address', { timeout: 60_000 }, async () => {
     const trap = await canary();
-    const dropMetadata = metadataAddress();
     const violations: string[] = [];
     try {
       const head = await callJson(stack.url, 'GET', `/v0/projects/${B.project}/head`, B.token, undefined, 200);
@@ -546,8 +523,13 @@ describe.concurrent('a function of project A reaches nothing outside its isolate
           trapHosts.push([`${nic} ${a.address}`, a.family === 'IPv6' ? `[${a.address}]` : a.address]);
         }
       }
-      if (dropMetadata) trapHosts.push(['metadata 169.254.169.254', '169.254.169.254']);
-      else console.warn('169.254.169.254 could not be put on lo: the metadata address is not tried');
+      // Addresses this host does not have: refused by the egress filter before any connection (never sent).
+      const refusedOnly: [string, string][] = [
+        ['metadata 169.254.169.254', 'http://169.254.169.254/latest/meta-data/'],
+        ['private 10.0.0.1', 'http://10.0.0.1/'],
+        ['private 192.168.1.1', 'http://192.168.1.1/'],
+        ['unique local fd00::1', 'http://[fd00::1]/'],
+      ];
 
       const engineHeaders = { 'x-svc-protocol-minor': '3', 'content-type': 'application/json' };
       const attempts = [
@@ -556,8 +538,13 @@ describe.concurrent('a function of project A reaches nothing outside its isolate
           { label: `engine via ${label}: insert`, url: `http://${h}:${port}/v2/sql`, method: 'POST', headers: engineHeaders, body: JSON.stringify({ sql: `INSERT INTO vault (v) VALUES ('pwned-by-A-net-${label}')` }) },
         ]),
         ...trapHosts.map(([label, h]) => ({ label: `canary via ${label}`, url: `http://${h}:${trap.port}/canary/${encodeURIComponent(label)}` })),
+        ...refusedOnly.map(([label, url]) => ({ label: `refused ${label}`, url })),
       ];
       const got = await attack(A, 'reach-loopback', FETCHER, { attempts });
+      for (const [label] of refusedOnly) {
+        const result = (got.json?.results ?? []).find((r: any) => r.label === `refused ${label}`);
+        if (!result || result.status !== 403 || !String(result.body).startsWith('egress refused')) violations.push(`${label} was not refused by the egress filter: ${JSON.stringify(result)}`);
+      }
       if (got.text.includes(MARKER)) {
         const leaking = (got.json?.results ?? []).filter((r: any) => strings(r).includes(MARKER)).map((r: any) => r.label);
         violations.push(`the function read B's marker: ${JSON.stringify(leaking)}`);
@@ -565,7 +552,6 @@ describe.concurrent('a function of project A reaches nothing outside its isolate
     } finally {
       await new Promise((r) => setTimeout(r, 200));
       await trap.close();
-      dropMetadata?.();
     }
     if (trap.hits.length > 0) violations.push(`the canary on every host address was reached: ${JSON.stringify(trap.hits)}`);
     // The victim: its own key sees its row and none of A's.
@@ -672,7 +658,8 @@ describe.concurrent('a function of project A reaches nothing outside its isolate
     const port = Number(new URL(stack.dynamoEndpoint).port);
     const found = listeners().filter((l) => l.port === port);
     expect(found.length).toBeGreaterThan(0);
-    expect(found.map((l: Listener) => l.address)).toEqual(found.map(() => '127.0.0.1'));
+    // Java listens on an IPv6 socket; its IPv4-mapped loopback (::ffff:127.0.0.1) is the same loopback address.
+    expect(found.map((l: Listener) => l.address.replace(/^::ffff:/, ''))).toEqual(found.map(() => '127.0.0.1'));
   });
 });
 
