@@ -11,7 +11,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -148,7 +148,9 @@ export async function startDynamoLocal({ port = 0, dbPath }: { port?: number; db
     '-disableTelemetry',
   ];
   if (dbPath) {
-    mkdirSync(dbPath, { recursive: true });
+    // The metadata of every project: only the stack's own user may read it.
+    mkdirSync(dbPath, { recursive: true, mode: 0o700 });
+    chmodSync(dbPath, 0o700);
     args.push('-dbPath', resolve(dbPath));
   } else {
     args.push('-inMemory');

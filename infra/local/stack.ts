@@ -18,7 +18,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadSettings, type Settings } from '../../shared/config.ts';
 import type { Log } from '../../shared/log.ts';
@@ -136,6 +136,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   mkdirSync(dir, { recursive: true });
   // First of all: a directory held by a live stack starts nothing (docs/local-stack.md).
   const lock = await acquireStackLock(dir);
+  // An agent running as root runs its engines as their own user (docs/lifecycle.md "Engine
+  // isolation"), who must reach the agents' roots inside: search permission only, no listing; the
+  // secrets file is the owner's alone and DynamoDB Local's files sit in a directory of their own.
+  const mode = statSync(dir).mode & 0o7777;
+  if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
 
   // Every process the stack spawned and that still runs. Each leads its own process group; the
   // members of those groups are recorded in the lock, for the next start to clear if this
