@@ -34,13 +34,24 @@ export function runAsPrefix(user: ProcessUser, setpriv: string | null = systemTo
 /**
  * Gives the tree at `path` to `user` (`chown -R`, symbolic links themselves, never their targets) when
  * its top is not theirs yet, then sets the top's mode. The top is changed last, so a walk cut short
- * is done again next time. Answers whether anything was changed. Throws when the tree is missing.
+ * is done again next time. Answers whether anything was changed. Throws when the tree is missing,
+ * is not a directory, or belongs to a third user.
+ *
+ * Only a tree of root (or of this process) is walked, and every directory is given away only once
+ * everything below it was: while the walk runs, each directory it enters can be changed by root
+ * alone, so `user` can never swap one for a symbolic link under it. A tree that is already `user`'s
+ * (another group) gets its top's group only.
  */
 export function ownTree(path: string, user: ProcessUser, mode: number): boolean {
-  const top = statSync(path);
+  const top = lstatSync(path);
+  if (!top.isDirectory()) throw new Error(`${path} is not a directory`);
   let changed = false;
-  if (top.uid !== user.uid || top.gid !== user.gid) {
+  if (top.uid !== user.uid) {
+    if (top.uid !== 0 && top.uid !== process.getuid?.()) throw new Error(`${path} belongs to uid ${top.uid}, neither the engine user ${user.uid} nor root: not given away automatically`);
     chownBelow(path, user);
+    lchownSync(path, user.uid, user.gid);
+    changed = true;
+  } else if (top.gid !== user.gid) {
     lchownSync(path, user.uid, user.gid);
     changed = true;
   }
