@@ -107,7 +107,7 @@ export const settingsSchema = z.object({
   SVCD_FUNCTION_MAX_BYTES: int(1, 100 * 1024 * 1024).default(10 * 1024 * 1024),
   SVCD_CLOUD_ORIGIN: url.refine((v) => /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v, 'must be an http(s) origin (no path, no trailing slash)').optional(),
   SVCD_FUNCTION_WORKERD: z.string().min(1).optional(),
-  SVCD_FUNCTION_SANDBOX: z.enum(['os', 'none']).default('os'),
+  SVCD_FUNCTION_SANDBOX: z.enum(['os', 'none', 'auto']).default('os'),
   SVCD_FUNCTION_MAX_RUNTIMES: int(1, 10_000).default(64),
   SVCD_FUNCTION_PROJECT_CONCURRENCY: int(1, 10_000).default(32),
   SVCD_FUNCTION_PROJECT_MEMORY_MB: int(64, 1024 * 1024).default(1024),

@@ -6,6 +6,9 @@
  * `workerd --version` inside it. Cgroups are used when the host has them; without them the agent says
  * so at every start and runtimes have no memory, CPU or task limit beyond the isolates' heap limit.
  *
+ * `auto` (what the local stack sets, never a deployment's default) takes the OS layer where the probe
+ * finds it and `none` where not, warning at every start.
+ *
  * Fails closed: anything missing makes every deploy and invocation answer 503
  * `function_runtime_missing` naming it. The probe runs in the background from the agent's start; a
  * failed one is retried after PROBE_RETRY_MS, so a fixed host recovers without a restart.
@@ -60,7 +63,7 @@ export async function osLayerProblem(workerd: string | null, dir: string): Promi
 
 /** The launch of this agent's runtimes, probed once (a failure again after a while). */
 export class Launcher {
-  readonly #mode: SandboxMode;
+  readonly #mode: SandboxMode | 'auto';
   readonly #workerd: string | null;
   readonly #dir: string;
   readonly #now: () => number;
@@ -68,7 +71,7 @@ export class Launcher {
   #probe: Promise<RuntimeLaunch | string> | null = null;
   #failedAt: number | null = null;
 
-  constructor(options: { mode: SandboxMode; workerd: string | undefined; dir: string; now: () => number; log: (line: string) => void }) {
+  constructor(options: { mode: SandboxMode | 'auto'; workerd: string | undefined; dir: string; now: () => number; log: (line: string) => void }) {
     this.#mode = options.mode;
     this.#workerd = options.workerd ?? packagedWorkerd();
     this.#dir = options.dir;
@@ -106,7 +109,21 @@ export class Launcher {
     const workerd = this.#workerd;
     if (workerd === null || !existsSync(workerd)) return `the function runtime is missing: workerd ${workerd ?? '(the workerd package)'} is not installed`;
     let tools: SandboxTools | null = null;
-    if (this.#mode === 'os') {
+    let mode: SandboxMode = this.#mode === 'auto' ? 'os' : this.#mode;
+    if (this.#mode === 'auto') {
+      // The local stack's choice (docs/local-stack.md): the OS layer wherever this host can give it.
+      const problem = await osLayerProblem(workerd, join(this.#dir, 'probe'));
+      if (problem !== null) {
+        mode = 'none';
+        this.#log(
+          `agent: WARNING: SVCD_FUNCTION_SANDBOX=auto: this host cannot give function runtimes the OS sandbox (${problem}); they run without it (SVCD_FUNCTION_SANDBOX=none): ` +
+            'the V8 isolates still hold, but a runtime escape would reach this host. Development only (docs/functions.md "Isolation").',
+        );
+      }
+    }
+    if (mode === 'os' && this.#mode === 'auto') {
+      tools = sandboxTools() as SandboxTools;
+    } else if (mode === 'os') {
       const problem = await osLayerProblem(workerd, join(this.#dir, 'probe'));
       if (problem !== null) return `the function runtime is missing: ${problem}; set SVCD_FUNCTION_SANDBOX=none only on a development machine`;
       tools = sandboxTools() as SandboxTools;
@@ -114,8 +131,8 @@ export class Launcher {
       const problem = await runProbe([workerd, '--version'], (out) => out.startsWith('workerd '));
       if (problem !== null) return `the function runtime is missing: workerd ${workerd} does not run (${problem})`;
     }
-    const detected = this.#mode === 'os' ? CgroupHost.detect() : 'SVCD_FUNCTION_SANDBOX=none';
+    const detected = mode === 'os' ? CgroupHost.detect() : 'SVCD_FUNCTION_SANDBOX=none';
     if (typeof detected === 'string') this.#log(`agent: WARNING: function runtimes run without cgroups (${detected}): no memory, CPU or task limit beyond each isolate's heap`);
-    return { mode: this.#mode, workerd, tools, cgroups: typeof detected === 'string' ? null : detected };
+    return { mode, workerd, tools, cgroups: typeof detected === 'string' ? null : detected };
   }
 }

@@ -26,7 +26,6 @@ import { createDb, ensureTable } from '../../shared/db/client.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { parseCorsOrigins } from '../../shared/http/cors.ts';
 import { awaitReadyLine, exitOf, stopChild } from './children.ts';
-import { osLayerProblem, packagedWorkerd } from '../../host-agent/functions/launch.ts';
 import { startFront, type Handoff } from './front-proxy.ts';
 import { handOver } from '../../shared/http/handoff.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
@@ -203,21 +202,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       SVCD_AWS_SECRET_ACCESS_KEY: 'local',
       // A page on any local origin may call the stack (docs/api.md "Browsers and CORS").
       SVCD_CORS_ORIGINS: '*',
+      // Function runtimes get the OS sandbox wherever this host can give it; the agent falls back to
+      // none only where it cannot (no root, no namespaces), and says so (docs/functions.md "Isolation").
+      SVCD_FUNCTION_SANDBOX: 'auto',
       ...localSecrets(dir),
       ...fromEnv,
     };
     // Validate everything before starting anything: a bad setting fails with one line.
     let settings = loadSettings(env);
-    // Function runtimes get the OS sandbox wherever this host can give it; only where it cannot (no
-    // root, no namespaces) does the stack fall back to the development setting, and says so
-    // (docs/functions.md "Isolation").
-    if (fromEnv.SVCD_FUNCTION_SANDBOX === undefined) {
-      const problem = await osLayerProblem(settings.SVCD_FUNCTION_WORKERD ?? packagedWorkerd(), join(dir, '.sandbox-probe'));
-      if (problem !== null) {
-        env.SVCD_FUNCTION_SANDBOX = 'none';
-        log(`stack: WARNING: this host cannot give function runtimes the OS sandbox (${problem}); functions run with SVCD_FUNCTION_SANDBOX=none, isolates without the OS layer: for development only`);
-      }
-    }
     await assertPortFree(settings.SVCD_HOST, settings.SVCD_PORT, 'SVCD_PORT');
     // The stack's other ports follow SVCD_PORT (the defaults 8787..8790 are that rule), so one
     // setting moves the whole stack; one that is taken is replaced by a free one. A port set
