@@ -132,9 +132,11 @@ async function invoke(request: IRequest, ctx: Ctx): Promise<Response> {
  * Whether the client sent a body — a `Content-Length` above 0, or a chunked one, whatever the method
  * — the length it declared, and the body. A request without either header has a body only when its
  * stream yields a byte: the Node entry gives every request but a GET or HEAD a stream, empty when
- * the client sent nothing (a request made in process declares nothing either). The Node entry hands
- * no GET or HEAD body over (a web Request cannot carry one): that is refused rather than the
- * function given a request without the body the client sent.
+ * the client sent nothing (a request made in process declares nothing either). workerd and the Node
+ * entry hand a GET's or HEAD's body over as `request.body` (shared/http/node-http.ts `toWebRequest`),
+ * though a web Request cannot be made with one; an entry that drops it (the function gateway's
+ * events, handlers/gateway.ts) is refused rather than the function given a request without the body
+ * the client sent.
  */
 export async function bodyOf(request: Request): Promise<{ hasBody: boolean; length: number | null; body: ReadableStream<Uint8Array> | null }> {
   const declared = request.headers.get('content-length')?.trim();

@@ -2,9 +2,11 @@
  * The front's connection handling against a raw upstream that misbehaves on purpose (real sockets,
  * nothing mocked): a pooled connection reset under a request that had no body is retried once on a
  * fresh connection, and only for idempotent methods; an answer given before the body was read is
- * relayed although the upstream reset the upload (docs/dataplane.md "Refused bodies").
+ * relayed although the upstream reset the upload (docs/dataplane.md "Refused bodies"). And what it
+ * relays, both ways: a request's headers as the client sent them less the hop-by-hop ones, nothing
+ * added, and an answer's status line as the upstream wrote it (docs/dataplane.md "One base URL").
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsTarget, startFront, type Front } from './front-proxy.ts';
@@ -88,6 +90,51 @@ describe('the front and a misbehaving upstream', () => {
   it('logs each request in one line', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^front: GET \/v0\/four 200 \d+\.\d ms$/));
     expect(lines).toContainEqual(expect.stringMatching(/^front: POST \/v0\/two 503 \d+\.\d ms$/));
+  });
+});
+
+describe('what the front relays', () => {
+  it("adds no header to a request, and passes the upstream's status line on as it was written", async () => {
+    // Records each request's head; answers with the reason phrase its path names.
+    const heads: string[] = [];
+    const recorder = createServer((socket) => {
+      let seen = '';
+      socket.on('data', (d: Buffer) => {
+        seen += d.toString('latin1');
+        if (!seen.includes('\r\n\r\n')) return;
+        const head = seen.slice(0, seen.indexOf('\r\n\r\n'));
+        heads.push(head);
+        const reason = decodeURIComponent(head.split(' ')[1]!.split('/').pop()!);
+        socket.end(`HTTP/1.1 299 ${reason}\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok`);
+      });
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((r) => recorder.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+    const relay = await startFront({ handlers: url, dataplane: url }, { host: '127.0.0.1', port: 0, log: () => {} });
+    const exchange = (path: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(relay.port, '127.0.0.1', () =>
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: public.example:443\r\nX-Client: one\r\nX-Client: two\r\nAccept: */*\r\nX-Hop: h\r\nConnection: close, X-Hop\r\n\r\n`),
+        );
+        let text = '';
+        socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(text));
+      });
+    try {
+      for (const path of ['/v0/projects/prj_1/functions/f/invoke/Seen%20By%20Function', '/v2/Custom%20Reason']) {
+        heads.length = 0;
+        const answer = await exchange(path);
+        expect(answer.split('\r\n', 1)[0], path).toBe(`HTTP/1.1 299 ${decodeURIComponent(path.split('/').pop()!)}`);
+        const lines = heads[0]!.split('\r\n').slice(1).map((l) => l.toLowerCase());
+        // The client's headers in order, less the hop-by-hop ones; nothing else but the hop's own Host and Connection.
+        expect(lines.filter((l) => !/^(?:host|connection):/.test(l)), path).toEqual(['x-client: one', 'x-client: two', 'accept: */*']);
+      }
+    } finally {
+      await relay.close();
+      recorder.close();
+    }
   });
 });
 

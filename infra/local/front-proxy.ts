@@ -2,7 +2,9 @@
  * The local stack's one origin (docs/dataplane.md "One base URL (local stack)"): a small node:http
  * front on SVCD_HOST:SVCD_PORT that sends `/v2` and `/v2/...` to the host agent's `/v2` listener and
  * everything else to the handlers in miniflare, streaming both ways (shared/http/forward.ts).
- * It judges nothing itself: authentication, limits and errors are the agent's and the handlers'.
+ * It judges nothing itself (authentication, limits and errors are the agent's and the handlers') and
+ * adds nothing to what it relays either way: a request goes on with the client's headers less the
+ * hop-by-hop ones, an answer comes back with its status line as given.
  * What it does own is connection handling (docs/dataplane.md "Refused bodies"):
  *
  * - an answer an upstream gives before the body was sent in full (a 413, a 401, a 404) is relayed,
@@ -40,7 +42,7 @@ import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import type { Log } from '../../shared/log.ts';
-import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS, targetAuthority } from '../../shared/http/node-http.ts';
+import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
 import { corsAnswerHeaders, NO_CORS, type CorsPolicy } from '../../shared/http/cors.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
 import { peekFirstLine, serveConnection } from '../../shared/http/handoff.ts';
@@ -274,8 +276,8 @@ export async function startFront(targets: FrontTargets, { host, port, log, handl
     if (refused) return fail(req, res, refused, cors);
     const cl = req.headers['content-length'];
     const hasBody = req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
+    // Nothing is added: upstream sees the client's headers less the hop-by-hop ones (docs/dataplane.md "One base URL (local stack)").
     const headers = upstreamRequestHeaders(req, NOTHING);
-    headers.push('x-forwarded-host', targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`, 'x-forwarded-proto', 'http');
     send(req, res, method, path, headers, hasBody).catch((err: unknown) => {
       if (res.destroyed || res.headersSent) return fail(req, res, new ServiceError('internal', 'cut short'), cors);
       const what = isDataPlane(path) ? 'host agent' : 'handlers';

@@ -279,7 +279,22 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
   return stream;
 }
 
-/** Converts a Node request into a web Request (body streamed, never buffered). */
+/** True when `req`'s framing carries a body (RFC 9112 §6.3): chunked, or a `Content-Length` above 0. */
+function framesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && !/^0+$/.test(length.trim()));
+}
+
+/**
+ * Converts a Node request into a web Request (body streamed, never buffered).
+ *
+ * A GET or HEAD may carry a body (RFC 9110 §9.3.1, §9.3.2), which a web Request refuses at
+ * construction; workerd hands a handler one all the same, as `request.body`. So does this: the
+ * Request is built without it and its `body` is the request's stream, made when first asked for,
+ * so a route that never looks at it sees nothing new. Only `body` carries it (not `text()`,
+ * `arrayBuffer()` or `bodyUsed`): the invoke route reads `body`, which is how a GET or HEAD body
+ * reaches a function through this entry as through workerd (docs/functions.md "Invoke").
+ */
 export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: string): Request {
   const controller = new AbortController();
   res.on('close', () => {
@@ -288,20 +303,25 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: 
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
   const method = req.method ?? 'GET';
-  const hasBody = method !== 'GET' && method !== 'HEAD';
+  const bodiless = method === 'GET' || method === 'HEAD';
   // The path and query of the (origin-form) target on the origin: a path starting `//` stays a
   // path, and a Host header holding a path cannot change this one.
   const url = new URL(origin);
   const target = new URL(`http://target${req.url ?? '/'}`);
   url.pathname = target.pathname;
   url.search = target.search;
-  return new Request(url, {
+  const request = new Request(url, {
     method,
     headers,
-    body: hasBody ? bodyStream(req) : undefined,
+    body: bodiless ? undefined : bodyStream(req),
     signal: controller.signal,
-    ...(hasBody ? { duplex: 'half' } : {}),
+    ...(bodiless ? {} : { duplex: 'half' }),
   } as RequestInit);
+  if (bodiless && framesBody(req)) {
+    let body: ReadableStream<Uint8Array> | undefined;
+    Object.defineProperty(request, 'body', { configurable: true, enumerable: true, get: () => (body ??= bodyStream(req)) });
+  }
+  return request;
 }
 
 /**
@@ -313,6 +333,25 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: 
 const WHOLE_BODY_MAX = 64 * 1024;
 
 const NODE_WRITER = Symbol('node writer');
+
+/** A reason phrase of printable ASCII, as almost every one is. */
+const ASCII_REASON = /^[\t\x20-\x7e]*$/;
+/** What a reason phrase may hold (RFC 9112 §4: HTAB, SP, VCHAR, obs-text), as node checks it. */
+const REASON = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * A received reason phrase as node is to write it (RFC 9112 §4), or undefined for node's standard
+ * one when its bytes are unknown. undici decodes the bytes of a reason phrase as UTF-8 (fetch's
+ * `statusText`, a dispatch's status message) and node writes the status line as latin1, so
+ * non-ASCII text is written as its UTF-8 bytes, which gives back what was received; text holding
+ * U+FFFD was bytes that were not UTF-8, which are lost by then.
+ */
+export function reasonPhrase(text: string | undefined): string | undefined {
+  if (text === undefined || ASCII_REASON.test(text)) return text;
+  if (text.includes('\ufffd')) return undefined;
+  const bytes = Buffer.from(text, 'utf8').toString('latin1');
+  return REASON.test(bytes) ? bytes : undefined;
+}
 
 /** Writes a body straight onto a Node response: no web stream, no chunk allocated per write. */
 export type NodeBodyWriter = (res: ServerResponse) => Promise<void>;
@@ -342,7 +381,9 @@ export async function writeWebResponse(response: Response, res: ServerResponse, 
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers['set-cookie'] = cookies;
   if (req) closeAfterAnswer(req, res);
-  res.writeHead(response.status, headers);
+  // The status text as given (a function's, relayed); an empty one (every Response made without
+  // one, on Node) is node's standard phrase.
+  res.writeHead(response.status, response.statusText === '' ? undefined : reasonPhrase(response.statusText), headers);
   if (whole) {
     res.end(whole);
     return;

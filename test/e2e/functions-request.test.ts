@@ -13,8 +13,7 @@
  *
  * Until the function runtime takes the agent's whole InvocationInput (method, headers, hasBody,
  * length), what it builds the function's request from decides the GET and HEAD bodies, the presence
- * of a body and `Content-Length`; the local front's `X-Forwarded-*` and the status text are not the
- * relay's (docs/functions.md "Invoke").
+ * of a body and `Content-Length` (docs/functions.md "Invoke").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
