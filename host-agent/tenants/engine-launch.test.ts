@@ -113,4 +113,19 @@ describe('engine launch', () => {
     expect(statSync(join(layout.tenantDir(p), 'initializing-x')).uid).toBe(4321);
     expect(statSync(join(layout.tenantDir(p), 'initializing-x')).mode & 0o7777).toBe(0o700);
   });
+
+  it.skipIf(process.getuid?.() !== 0)('refuses every engine, saying why, when the engine user cannot reach the root', () => {
+    const lines: string[] = [];
+    const launch = new EngineLaunch({ settings, agentId: 'agt_0123456789abcdef', engineBin: BIN, log: (l) => lines.push(l), root: true, cgroups: 'none', setpriv: '/usr/bin/setpriv' });
+    const closed = temp();
+    const layout = layoutOf(join(closed, 'agent'));
+    for (const dir of [layout.tenants, layout.snapshots]) mkdirSync(dir, { recursive: true });
+    expect(statSync(closed).mode & 0o777).toBe(0o700);
+    launch.prepareLayout(layout);
+    expect(launch.problem).toContain(`${closed} is not searchable`);
+    expect(() => launch.command(['status'], 'prj_0123456789abcdef')).toThrow(/cannot reach/);
+    expect(lines.some((l) => l.includes('tenants cannot run on this host'))).toBe(true);
+    // The agent does not open a directory above its root: that is the deployer's.
+    expect(statSync(closed).mode & 0o777).toBe(0o700);
+  });
 });

@@ -57,9 +57,9 @@ export class EngineLaunch {
   readonly user: ProcessUser | null;
   /** Where engine groups are made; null: engines run without cgroups. */
   readonly cgroups: CgroupHost | null;
-  /** Why no engine can be started on this host (a root agent without setpriv), or null. */
-  readonly problem: string | null;
   readonly #settings: Settings;
+  /** Why no engine can be started: a root agent without setpriv, or a root the engine user cannot reach. */
+  #problem: string | null = null;
   readonly #agentId: string;
   readonly #bin: string;
   readonly #prefix: string[];
@@ -76,17 +76,21 @@ export class EngineLaunch {
       this.user = user;
       const prefix = runAsPrefix(user, options.setpriv === undefined ? undefined : options.setpriv);
       this.#prefix = typeof prefix === 'string' ? [] : prefix;
-      this.problem = typeof prefix === 'string' ? `engines cannot run as uid ${user.uid}: ${prefix}` : null;
-      if (this.problem) log(`agent: ${this.problem}; tenants cannot run on this host`);
+      this.#problem = typeof prefix === 'string' ? `engines cannot run as uid ${user.uid}: ${prefix}` : null;
+      if (this.#problem) log(`agent: ${this.#problem}; tenants cannot run on this host`);
     } else {
       this.user = null;
       this.#prefix = [];
-      this.problem = null;
       log(`agent: warning: engines run as the agent's own user (uid ${process.getuid?.() ?? '?'}), not as SVCD_ENGINE_UID ${user.uid}: only an agent running as root can switch them`);
     }
     const cgroups = options.cgroups ?? CgroupHost.detect();
     this.cgroups = typeof cgroups === 'string' ? null : cgroups;
     if (typeof cgroups === 'string') log(`agent: warning: engines run without cgroups (no memory or CPU limit per engine): ${cgroups}`);
+  }
+
+  /** Why no engine can be started on this host, or null (every engine start and command is then 503). */
+  get problem(): string | null {
+    return this.#problem;
   }
 
   /** The limits of every engine's group. */
@@ -112,7 +116,7 @@ export class EngineLaunch {
    * host that has cgroups.
    */
   command(args: string[], projectId: string | null): EngineCommand {
-    if (this.problem) throw new Error(this.problem);
+    if (this.#problem) throw new Error(this.#problem);
     const argv = [...this.#prefix, this.#bin, ...args];
     if (projectId === null || this.cgroups === null) return { argv, group: null };
     const group = this.cgroups.create(this.groupName(projectId), this.limits);
@@ -138,7 +142,9 @@ export class EngineLaunch {
 
   /**
    * At start: the engine user can reach the layout (search permission on the root and the areas the
-   * agent owns; a directory above the root that stops it is logged), and owns the compile cache.
+   * agent owns), and owns the compile cache. A directory above the root that stops the engine user is
+   * not the agent's to open: it is logged, and engines are refused (503) until the agent restarts
+   * with a root they can reach, rather than failing one by one.
    */
   prepareLayout(layout: Layout): void {
     const user = this.user;
@@ -149,7 +155,8 @@ export class EngineLaunch {
     ownTree(cache, user, ENGINE_DIR_MODE);
     const blocked = blockedOnTheWay(layout.root, user);
     if (blocked !== null) {
-      this.#log(`agent: warning: engines (uid ${user.uid}) cannot reach ${layout.root}: ${blocked} is not searchable by them; engines will fail until it is (chmod o+x)`);
+      this.#problem = `engines (uid ${user.uid}) cannot reach ${layout.root}: ${blocked} is not searchable by them (chmod o+x it, or choose another SVCD_ROOT)`;
+      this.#log(`agent: ${this.#problem}; tenants cannot run on this host`);
     }
   }
 

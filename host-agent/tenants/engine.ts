@@ -300,7 +300,7 @@ export class Engines {
   /** The argv of an engine process of the project (its cgroup made first); a refusal is 503 or 502. */
   #argv(projectId: string, args: string[]): string[] {
     const { launch, log } = this.#deps;
-    if (launch.problem) throw errors.orchestrator('this host cannot run tenants: engines cannot be started as their user');
+    if (launch.problem) throw errors.orchestrator('this host cannot run tenants: engines cannot be started as their user; see the agent log');
     try {
       return launch.command(args, projectId).argv;
     } catch (err) {

@@ -18,7 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildDeps } from '../../handlers/deps.ts';
@@ -62,6 +62,8 @@ async function directStart(dataDir: string, env: NodeJS.ProcessEnv): Promise<num
 
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-lifecycle-'));
+  // A root agent runs engines as their own user, who must reach SVCD_ROOT inside (docs/lifecycle.md "Engine isolation").
+  chmodSync(root, 0o711);
   const dynamo = await startDynamoLocal();
   const env = deploymentEnv(dynamo.endpoint, {
     SVCD_TABLE: 'bench_lifecycle',
