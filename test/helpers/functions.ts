@@ -1,7 +1,10 @@
 /**
- * Functions in tests and benchmarks (docs/functions.md): the modules the suites deploy, and a small
- * client over any way of sending a request (the app in process, or a base URL over HTTP).
+ * Functions in tests and benchmarks (docs/functions.md): the modules the suites deploy, a small
+ * client over any way of sending a request (the app in process, or a base URL over HTTP), and what
+ * the host can tell of a function runtime (a workerd process in the OS sandbox).
  */
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Sends a request to the service under test. */
 export type Send = (request: Request) => Promise<Response>;
@@ -61,16 +64,35 @@ export default {
     return new Response(readable);
   },
 };`,
-  /** Waits `?ms=` then answers `API_KEY` as `env` and `process.env` see it, and which isolate it ran in. */
+  /**
+   * Waits `?ms=` then answers `API_KEY` as `env` and `process.env` see it, and which isolate it ran
+   * in: an identity made by the isolate's first invocation and kept in module state, which lives as
+   * long as the isolate (random values cannot be made at a module's top level, as in Workers).
+   */
   sleep: `
-const isolate = crypto.randomUUID();
+let isolate = null;
 export default {
   async fetch(request, env) {
+    isolate ??= crypto.randomUUID();
     const ms = Number(new URL(request.url).searchParams.get('ms') ?? 0);
     await new Promise((r) => setTimeout(r, ms));
     return Response.json({ env: env.API_KEY ?? null, process: process.env.API_KEY ?? null, isolate });
   },
 };`,
+  /** With `?loop`, spins forever (its runtime's one thread with it); else waits `?ms=` and answers its isolate, as `sleep`. */
+  loop: `
+let isolate = null;
+export default {
+  async fetch(request) {
+    isolate ??= crypto.randomUUID();
+    const url = new URL(request.url);
+    if (url.searchParams.has('loop')) for (;;) {}
+    await new Promise((r) => setTimeout(r, Number(url.searchParams.get('ms') ?? 0)));
+    return Response.json({ isolate });
+  },
+};`,
+  /** Allocates until it passes its heap limit (memory_mb). */
+  hog: `export default { fetch() { const kept = []; for (;;) kept.push(new Array(1e6).fill(Math.random())); } };`,
   /** Every variable of its environment, both ways. */
   env: `export default { fetch(request, env) { return Response.json({ env, process: { ...process.env } }); } };`,
   throws: `export default { fetch() { throw new Error('kaboom'); } };`,
@@ -88,23 +110,38 @@ export default {
     return new Response('logged');
   },
 };`,
-  /** Tries what a function must not be able to do; answers what each attempt got. */
+  /**
+   * Tries what a function must not be able to do; answers what each attempt got. `?dir=` names the
+   * agent's state directory, `?token=` a file name to write. The modules a Node program would use
+   * (node:fs, node:child_process, node:worker_threads, node:sqlite) are imported at run time, so a
+   * runtime that has none of them loads the probe and refuses each attempt.
+   */
   probe: `
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
-const attempt = (f) => { try { const v = f(); return { ok: true, value: String(v).slice(0, 200) }; } catch (e) { return { ok: false, error: String(e && e.code || e) }; } };
+const attempt = async (f) => { try { const v = await f(); return { ok: true, value: String(v).slice(0, 200) }; } catch (e) { return { ok: false, error: String((e && (e.code || e.name)) || e) }; } };
+const load = async (name) => { const m = await import(name); return m.default ?? m; };
+const builtin = (name) => { const m = globalThis.process?.getBuiltinModule?.(name); if (!m || Object.keys(m).length === 0) throw new Error('no ' + name); return m; };
 export default {
-  fetch(request) {
-    const dir = new URL(request.url).searchParams.get('dir');
+  async fetch(request) {
+    const url = new URL(request.url);
+    const dir = url.searchParams.get('dir');
+    const token = url.searchParams.get('token');
     return Response.json({
-      stateDir: attempt(() => readdirSync(dir)),
-      passwd: attempt(() => readFileSync('/etc/passwd', 'utf8')),
-      write: attempt(() => writeFileSync('/tmp/svc-function-probe', 'x')),
-      spawn: attempt(() => { const r = spawnSync('/bin/true'); if (r.error) throw r.error; return r.status; }),
-      worker: attempt(() => new Worker('1', { eval: true })),
-      kill: attempt(() => process.kill(process.pid, 0)),
-      agentSettings: Object.keys(process.env).filter((k) => k.startsWith('SVCD_') || k === 'PATH' || k === 'HOME'),
+      stateDir: await attempt(async () => (await load('node:fs')).readdirSync(dir)),
+      stateDirPromises: await attempt(async () => (await load('node:fs/promises')).readdir(dir)),
+      stateDirBuiltin: await attempt(() => builtin('node:fs').readdirSync(dir)),
+      passwd: await attempt(async () => (await load('node:fs')).readFileSync('/etc/passwd', 'utf8')),
+      passwdPromises: await attempt(async () => (await load('node:fs/promises')).readFile('/etc/passwd', 'utf8')),
+      procSelf: await attempt(async () => (await load('node:fs/promises')).readFile('/proc/self/status', 'utf8')),
+      write: await attempt(async () => (await load('node:fs')).writeFileSync('/tmp/' + token, 'x')),
+      // Workers' /tmp is the isolate's own, in memory: a write there may succeed, and must reach no disk.
+      writeTmp: await attempt(async () => (await load('node:fs/promises')).writeFile('/tmp/' + token, 'x')),
+      writeState: await attempt(async () => (await load('node:fs/promises')).writeFile(dir + '/' + token, 'x')),
+      sqlite: await attempt(async () => new (await load('node:sqlite')).DatabaseSync(dir + '/' + token + '.db')),
+      spawn: await attempt(async () => { const r = (await load('node:child_process')).spawnSync('/bin/true'); if (r.error) throw r.error; return r.status; }),
+      spawnBuiltin: await attempt(() => builtin('node:child_process').spawnSync('/bin/true').status),
+      worker: await attempt(async () => new (await load('node:worker_threads')).Worker('1', { eval: true })),
+      kill: await attempt(() => process.kill(process.pid, 0)),
+      agentSettings: Object.keys(globalThis.process?.env ?? {}).filter((k) => k.startsWith('SVCD_') || k === 'PATH' || k === 'HOME'),
     });
   },
 };`,
@@ -146,4 +183,125 @@ export class FunctionsClient {
 /** The error envelope of an answer. */
 export async function errorOf(r: Response): Promise<{ code: string; message: string }> {
   return ((await r.json()) as { error: { code: string; message: string } }).error;
+}
+
+/** One runtime as `FunctionRuntime.runtimeState()` lists it. */
+export interface RuntimeEntry {
+  projectId: string;
+  memoryMb: number;
+  pid: number;
+  active: number;
+}
+
+/** What `runtimeState()` answers. */
+export interface RuntimeState {
+  runtimes: RuntimeEntry[];
+  started: number;
+  reused: number;
+  exited: number;
+  egress: { passed: number; refused: number };
+}
+
+/** The live runtimes of `projectId` (of `memoryMb` when given). */
+export function runtimesOf(state: RuntimeState, projectId: string, memoryMb?: number): RuntimeEntry[] {
+  return state.runtimes.filter((r) => r.projectId === projectId && (memoryMb === undefined || r.memoryMb === memoryMb));
+}
+
+/** The command name of `pid` ('' once it is gone). */
+export function commOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** The children of `pid` (from /proc/<pid>/task/<tid>/children). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tasks) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * The workerd process of the runtime `pid` names: `pid` itself when it is workerd (no OS layer), else
+ * the one workerd among its descendants (the OS layer's namespace holder is its parent). Null when
+ * there is none.
+ */
+export function workerdOf(pid: number): number | null {
+  const seen: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const next = queue.shift()!;
+    if (commOf(next) === 'workerd') seen.push(next);
+    queue.push(...childrenOf(next));
+  }
+  return seen.length === 1 ? seen[0]! : null;
+}
+
+/** A field of /proc/<pid>/status, split on white space (`Uid` answers real, effective, saved and file-system uids). */
+export function statusField(pid: number, field: string): string[] {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  if (line === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return line.slice(field.length + 1).trim().split(/\s+/).filter(Boolean);
+}
+
+/** The namespace `kind` (net, mnt, pid, ipc, uts, …) of `pid`, as its /proc link names it (`net:[4026531833]`). */
+export function namespaceOf(pid: number | 'self', kind: string): string {
+  return readlinkSync(`/proc/${pid}/ns/${kind}`);
+}
+
+/** The cgroup paths of `pid` by controller (`memory`, `cpu`, … on v1; `` for the v2 hierarchy). */
+export function cgroupsOf(pid: number): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n')) {
+    const m = /^\d+:([^:]*):(.*)$/.exec(line);
+    if (!m) continue;
+    for (const controller of m[1]!.split(',')) out.set(controller, m[2]!);
+  }
+  return out;
+}
+
+/** The file `v1` of controller `controller` (cgroup v1), or `v2` (the unified hierarchy), of the group `pid` is in; null when there is none. */
+function cgroupFile(pid: number, controller: string, v1: string, v2: string): string | null {
+  const groups = cgroupsOf(pid);
+  const own = groups.get(controller);
+  const file = own !== undefined ? join('/sys/fs/cgroup', controller, own, v1) : join('/sys/fs/cgroup', groups.get('') ?? '/', v2);
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : null;
+}
+
+/** The memory limit of the cgroup `pid` is in, bytes (v1 `memory.limit_in_bytes`, v2 `memory.max`); null when unlimited or unknown. */
+export function cgroupMemoryLimit(pid: number): number | null {
+  const text = cgroupFile(pid, 'memory', 'memory.limit_in_bytes', 'memory.max');
+  return text === null || text === 'max' || Number(text) >= 2 ** 62 ? null : Number(text);
+}
+
+/** The CPU quota of the cgroup `pid` is in, in percent of one core; null when unlimited or unknown. */
+export function cgroupCpuPercent(pid: number): number | null {
+  const groups = cgroupsOf(pid);
+  if (groups.has('cpu')) {
+    const quota = Number(cgroupFile(pid, 'cpu', 'cpu.cfs_quota_us', '') ?? -1);
+    const period = Number(cgroupFile(pid, 'cpu', 'cpu.cfs_period_us', '') ?? 0);
+    return quota > 0 && period > 0 ? (quota / period) * 100 : null;
+  }
+  const [quota, period] = (cgroupFile(pid, 'cpu', '', 'cpu.max') ?? 'max').split(' ');
+  return quota === 'max' || !period ? null : (Number(quota) / Number(period)) * 100;
+}
+
+/** The task limit of the cgroup `pid` is in; null when unlimited or unknown (no pids controller). */
+export function cgroupPidsMax(pid: number): number | null {
+  const text = cgroupFile(pid, 'pids', 'pids.max', 'pids.max');
+  return text === null || text === 'max' ? null : Number(text);
 }

@@ -1,20 +1,24 @@
 /**
- * Functions end to end against DynamoDB Local and a real host agent running real worker processes
- * (docs/functions.md): deploy, list, read, versions, delete; invocation with the owner's session and
- * with a project key (method, path, query, headers, bodies streamed both ways with flat memory); the
- * environment and its secrets, a secret change reaching the next invocation only; logs and their
- * redaction; the authorization matrix of every function route. One service and one agent for the file
- * (the runtime's failures and isolation: functions-runtime.test.ts).
+ * Functions end to end against DynamoDB Local and a real host agent running real function runtimes
+ * (docs/functions.md): workerd processes in the OS sandbox, one per project and memory_mb, each
+ * function version an isolate of its own. Deploy, list, read, versions, delete; invocation with the
+ * owner's session and with a project key (method, path, query, headers, bodies streamed both ways with
+ * flat memory, concurrent invocations in one isolate, a timeout that leaves the runtime serving, a
+ * stuck isolate whose runtime is replaced); the environment and its secrets, a secret change reaching
+ * the next invocation only; logs and their redaction; the authorization matrix of every function
+ * route. One service and one agent for the file (the runtime's failures, bounds and isolation:
+ * functions-runtime.test.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDeps } from '../../handlers/deps.ts';
 import { createApp } from '../../handlers/index.ts';
 import { createAgentClient } from '../../shared/agent-client.ts';
 import { putSecret } from '../../shared/db/secrets.ts';
 import { parseKeyRing, sealSecret } from '../../shared/secrets-crypto.ts';
-import { errorOf, FunctionsClient, MODULES } from '../helpers/functions.ts';
+import { errorOf, FunctionsClient, MODULES, runtimesOf, workerdOf, type RuntimeState } from '../helpers/functions.ts';
 import { rssGrowth } from '../helpers/memory.ts';
+import { alive } from '../helpers/procs.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
 const MiB = 1024 * 1024;
@@ -63,9 +67,14 @@ async function until(check: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-/** Whether a process runs (a zombie does not). */
-function alive(pid: number): boolean {
-  return existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+/** The agent's runtimes now. */
+const state = (): RuntimeState => svc.agent.ctx.functions.runtimeState();
+
+/** The one runtime of project `p` (of `memoryMb`, by default 128): fails when there is none or more. */
+function runtimeOf(p: string, memoryMb = 128) {
+  const found = runtimesOf(state(), p, memoryMb);
+  expect(found, `runtimes of ${p} at ${memoryMb} MiB`).toHaveLength(1);
+  return found[0]!;
 }
 
 /** A stream of `total` bytes produced as it is read (never held). */
@@ -274,7 +283,7 @@ describe('invoke', () => {
     const head = await fns.invoke(key, project, 'echo', '/x', { method: 'HEAD' });
     expect(head.status).toBe(201);
     expect(await head.text()).toBe('');
-    // A HEAD answers the length the function declares, and leaves its worker's connection usable.
+    // A HEAD answers the length the function declares, and leaves its runtime's connection usable.
     const headOfBytes = await fns.invoke(key, project, 'generate', '?bytes=1234', { method: 'HEAD' });
     expect(headOfBytes.headers.get('content-length')).toBe('1234');
     expect(await headOfBytes.text()).toBe('');
@@ -307,52 +316,96 @@ export default { fetch(request) {
     expect(await teapot.text()).toBe('teapot');
   });
 
-  it('serves invocations of a function at once on one warm worker', async () => {
+  it('serves invocations of a function at once in one isolate of one warm runtime', async () => {
     const p = await newProject();
     await fns.deployed(token, p, 'sleep', MODULES.sleep, '?max_concurrency=4');
-    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { pid: number };
+    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { isolate: string };
+    const runtime = runtimeOf(p);
     const started = Date.now();
     const all = await Promise.all(Array.from({ length: 4 }, () => fns.invoke(token, p, 'sleep', '?ms=600')));
-    const pids = await Promise.all(all.map(async (r) => ((await r.json()) as { pid: number }).pid));
-    expect(pids).toEqual([warm.pid, warm.pid, warm.pid, warm.pid]);
+    const isolates = await Promise.all(all.map(async (r) => ((await r.json()) as { isolate: string }).isolate));
+    expect(isolates).toEqual([warm.isolate, warm.isolate, warm.isolate, warm.isolate]);
     expect(Date.now() - started).toBeLessThan(4 * 600);
+    // One runtime for the project, the one that served the warm-up.
+    expect(runtimesOf(state(), p)).toEqual([{ ...runtime, active: 0 }]);
+    expect(alive(runtime.pid)).toBe(true);
   });
 
-  it('drops what a function leaves of a request body, and its worker serves the next invocation', async () => {
+  it('drops what a function leaves of a request body, and its isolate serves the next invocation', async () => {
     const p = await newProject();
-    await fns.deployed(token, p, 'early', `export default { fetch() { return new Response(String(process.pid)) } };`, '?max_concurrency=1');
-    const pids = new Set<string>();
-    for (let i = 0; i < 3; i++) {
+    await fns.deployed(
+      token,
+      p,
+      'early',
+      `let isolate = null; export default { fetch() { isolate ??= crypto.randomUUID(); return new Response(isolate) } };`,
+      '?max_concurrency=1',
+    );
+    const isolates = new Set<string>();
+    const pids = new Set<number>();
+    // Several times: the runtime resets a connection whose body it left unread, which must never cost the answer.
+    for (let i = 0; i < 10; i++) {
       const r = await fns.invoke(token, p, 'early', '', { method: 'POST', body: lazyStream(2 * MiB) });
       expect(r.status).toBe(200);
-      pids.add(await r.text());
+      isolates.add(await r.text());
+      pids.add(runtimeOf(p).pid);
     }
+    expect(isolates.size).toBe(1);
     expect(pids.size).toBe(1);
   });
 
-  it('times out one invocation of a shared worker alone (504), and kills the worker once the other has ended', async () => {
+  it('times out one invocation of a shared isolate alone (504): one that only waits leaves its runtime serving', async () => {
     const p = await newProject();
     await fns.deployed(token, p, 'sleep', MODULES.sleep, '?timeout_ms=1000');
-    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { pid: number };
+    const warm = (await (await fns.invoke(token, p, 'sleep')).json()) as { isolate: string };
+    const runtime = runtimeOf(p);
     const slow = fns.invoke(token, p, 'sleep', '?ms=10000');
     await new Promise((r) => setTimeout(r, 600));
     const other = fns.invoke(token, p, 'sleep', '?ms=700');
     const timedOut = await slow;
     expect(timedOut.status).toBe(504);
     expect((await errorOf(timedOut)).code).toBe('function_timeout');
-    expect(alive(warm.pid)).toBe(true);
+    // Its thread was free (the function awaited a timer): the runtime answered its ping and stays.
+    expect(alive(runtime.pid)).toBe(true);
     const done = await other;
     expect(done.status).toBe(200);
-    expect(((await done.json()) as { pid: number }).pid).toBe(warm.pid);
-    await until(() => !alive(warm.pid));
+    expect(((await done.json()) as { isolate: string }).isolate).toBe(warm.isolate);
+    const next = (await (await fns.invoke(token, p, 'sleep')).json()) as { isolate: string };
+    expect(next.isolate).toBe(warm.isolate);
+    expect(runtimeOf(p).pid).toBe(runtime.pid);
+    expect(alive(runtime.pid)).toBe(true);
   });
 
-  it('streams 20 MiB both ways at once through a warm worker with flat memory', async () => {
-    // Warm: the worker is started, and its heap has grown to where its collector keeps it (a worker's
-    // chunks are freed when V8 collects, which it does by the amount of them, not at once).
+  it('times out an isolate stuck in a loop (504), kills its runtime, and starts a fresh one for the next invocation', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'loop', MODULES.loop, '?timeout_ms=1000');
+    const warm = (await (await fns.invoke(token, p, 'loop')).json()) as { isolate: string };
+    const runtime = runtimeOf(p);
+    const workerd = workerdOf(runtime.pid)!;
+    expect(workerd).not.toBeNull();
+    const startedBefore = state().started;
+    const stuck = await fns.invoke(token, p, 'loop', '?loop');
+    expect(stuck.status).toBe(504);
+    expect((await errorOf(stuck)).code).toBe('function_timeout');
+    // Killed before the 504 was answered: gone, and no longer listed.
+    expect(alive(runtime.pid)).toBe(false);
+    await until(() => !alive(workerd), 2000);
+    expect(runtimesOf(state(), p)).toEqual([]);
+    const next = await fns.invoke(token, p, 'loop');
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as { isolate: string }).isolate).not.toBe(warm.isolate);
+    expect(runtimeOf(p).pid).not.toBe(runtime.pid);
+    expect(state().started).toBe(startedBefore + 1);
+  });
+
+  it('streams 20 MiB both ways at once through a warm runtime with flat memory', async () => {
+    // Warm: the runtime is started, and its heap has grown to where its collector keeps it (chunks
+    // are freed when V8 collects, which it does by the amount of them, not at once).
     expect(await drain((await fns.invoke(key, project, 'mirror', '', { method: 'POST', body: lazyStream(20 * MiB) })).body)).toBe(20 * MiB);
-    const [worker] = svc.agent.ctx.functions.poolState(`${project}/mirror`).idlePids;
-    const before = peakRss(worker!);
+    const runtime = runtimeOf(project);
+    // The process that holds the isolates' memory (under the sandbox, the namespace holder's child).
+    const workerd = workerdOf(runtime.pid);
+    expect(workerd).not.toBeNull();
+    const before = peakRss(workerd!);
     let echoed = 0;
     const growth = await rssGrowth(async () => {
       const r = await fns.invoke(key, project, 'mirror', '', { method: 'POST', body: lazyStream(20 * MiB) });
@@ -361,8 +414,27 @@ export default { fetch(request) {
     });
     expect(echoed).toBe(20 * MiB);
     expect(growth).toBeLessThan(16 * MiB);
-    // A worker that held the body would have grown by it (twice over, holding both).
-    expect(peakRss(worker!) - before).toBeLessThan(16 * MiB);
+    // The same runtime served it, and one that held the body would have grown by it (twice over, holding both).
+    expect(runtimeOf(project).pid).toBe(runtime.pid);
+    expect(peakRss(workerd!) - before).toBeLessThan(16 * MiB);
+  });
+
+  it('declares a stream\'s length only through a FixedLengthStream, as Workers do: a Content-Length header on a stream is dropped', async () => {
+    await fns.deployed(token, project, 'lengthy', `
+export default { fetch(request) {
+  const stream = () => new ReadableStream({ start(c) { c.enqueue(new Uint8Array(1234).fill(97)); c.close(); } });
+  if (new URL(request.url).pathname === '/header') return new Response(stream(), { headers: { 'content-length': '1234' } });
+  const { readable, writable } = new FixedLengthStream(1234);
+  void stream().pipeTo(writable);
+  return new Response(readable);
+} };`);
+    const header = await fns.invoke(key, project, 'lengthy', '/header');
+    expect(header.status).toBe(200);
+    expect(header.headers.get('content-length')).toBeNull();
+    expect((await header.arrayBuffer()).byteLength).toBe(1234);
+    const fixed = await fns.invoke(key, project, 'lengthy', '/fixed');
+    expect(fixed.headers.get('content-length')).toBe('1234');
+    expect((await fixed.arrayBuffer()).byteLength).toBe(1234);
   });
 
   it('streams 20 MiB down with its declared length', async () => {
@@ -418,19 +490,22 @@ describe('environment and secrets', () => {
     const k = await newKey(p);
     expect((await putSecretValue(p, 'API_KEY', 'old')).status).toBe(201);
     await fns.deployed(token, p, 'sleep', MODULES.sleep);
-    const warm = (await (await fns.invoke(k, p, 'sleep')).json()) as { pid: number; env: string };
+    const warm = (await (await fns.invoke(k, p, 'sleep')).json()) as { isolate: string; env: string };
     expect(warm.env).toBe('old');
-    // Runs on the warm worker, which has free slots left for the next invocation of its key.
+    const runtime = runtimeOf(p);
+    // Runs in the warm isolate.
     const long = fns.invoke(k, p, 'sleep', '?ms=1500');
     await until(() => svc.agent.ctx.functions.inFlight(p) === 1);
     expect((await putSecretValue(p, 'API_KEY', 'new')).status).toBe(200);
-    const next = (await (await fns.invoke(k, p, 'sleep')).json()) as { env: string; process: string; pid: number };
+    // The next invocation runs in an isolate loaded with the new set, in the same runtime.
+    const next = (await (await fns.invoke(k, p, 'sleep')).json()) as { env: string; process: string; isolate: string };
     expect(next).toMatchObject({ env: 'new', process: 'new' });
-    expect(next.pid).not.toBe(warm.pid);
-    const before = (await (await long).json()) as { env: string; process: string; pid: number };
-    expect(before).toMatchObject({ env: 'old', process: 'old', pid: warm.pid });
-    // Its invocation done, the old worker retires.
-    await until(() => !alive(warm.pid));
+    expect(next.isolate).not.toBe(warm.isolate);
+    const before = (await (await long).json()) as { env: string; process: string; isolate: string };
+    expect(before).toMatchObject({ env: 'old', process: 'old', isolate: warm.isolate });
+    // Its invocation done, the old isolate serves nothing more: every later invocation runs in the new one.
+    for (let i = 0; i < 3; i++) expect(await (await fns.invoke(k, p, 'sleep')).json()).toEqual({ env: 'new', process: 'new', isolate: next.isolate });
+    expect(runtimeOf(p).pid).toBe(runtime.pid);
     // Deleted: the next invocation runs without it.
     expect((await svc.request('DELETE', `/v0/projects/${p}/functions/secrets/API_KEY`, { token })).status).toBe(200);
     expect(await (await fns.invoke(k, p, 'sleep')).json()).toMatchObject({ env: null, process: null });
