@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { invocationRequest, type InvocationRequest } from '../../host-agent/routes/functions.ts';
-import { invocationHop } from './functions.ts';
+import { invocationHop, statusTextOf } from './functions.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
@@ -114,5 +114,16 @@ describe("the hop through Node's fetch", () => {
         }
       }
     }
+  });
+});
+
+describe('statusTextOf', () => {
+  it('keeps a Latin-1 phrase and gives back the UTF-8 bytes of any other, which a Response then takes', () => {
+    expect(statusTextOf('I am a teapot')).toBe('I am a teapot');
+    expect(statusTextOf('Caf\u00e9')).toBe('Caf\u00e9');
+    const euro = statusTextOf('5 \u20ac');
+    expect(euro).toBe('5 \u00e2\u0082\u00ac');
+    expect(new Response(null, { status: 200, statusText: euro }).statusText).toBe(euro);
+    expect(() => new Response(null, { status: 200, statusText: '5 \u20ac' })).toThrow();
   });
 });

@@ -200,7 +200,7 @@ export async function invokeFunction(deps: Deps, input: InvokeInput): Promise<Re
   if (body === null) await upstream.body?.cancel().catch(() => {});
   // `encodeBody: 'manual'`: workerd sends the bytes as the function encoded them, where it would
   // otherwise encode them again by the `Content-Encoding` they carry (Node ignores the field).
-  return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: answer, encodeBody: 'manual' } as ResponseInit);
+  return new Response(body, { status: upstream.status, statusText: statusTextOf(upstream.statusText), headers: answer, encodeBody: 'manual' } as ResponseInit);
 }
 
 /**
@@ -264,5 +264,17 @@ function relayedAnswerHeaders(from: Headers): Headers {
     else out.append(name === FUNCTION_HEADERS.contentEncoding ? 'content-encoding' : name, value);
   });
   for (const cookie of from.getSetCookie()) out.append('set-cookie', cookie);
+  return out;
+}
+
+/**
+ * The function's reason phrase as a Response can carry it: a phrase is bytes (RFC 9110 §15), which
+ * Node's fetch hands over decoded as UTF-8, and a Response refuses a character above U+00FF; the
+ * bytes go back as they came (each one a character), so the client reads what the function wrote.
+ */
+export function statusTextOf(text: string): string {
+  if (/^[\x00-\xff]*$/.test(text)) return text;
+  let out = '';
+  for (const byte of new TextEncoder().encode(text)) out += String.fromCharCode(byte);
   return out;
 }

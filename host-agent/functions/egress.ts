@@ -51,6 +51,9 @@ const NOT_PUBLIC: ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6', strin
   ['fc00::', 7, 'ipv6', 'private (unique local)'],
   ['fe80::', 10, 'ipv6', 'link-local'],
   ['fec0::', 10, 'ipv6', 'site-local'],
+  ['64:ff9b:1::', 48, 'ipv6', 'local-use NAT64'],
+  ['3fff::', 20, 'ipv6', 'documentation'],
+  ['5f00::', 16, 'ipv6', 'segment routing'],
   ['ff00::', 8, 'ipv6', 'multicast'],
 ];
 
@@ -77,7 +80,8 @@ export function nonPublicKind(address: string): string | null {
   const family = isIP(bare);
   if (family === 0) return 'not an IP address';
   if (family === 6) {
-    const v4 = embeddedIpv4(bare);
+    // The canonical (compressed, lowercase) form, whatever way it was written.
+    const v4 = embeddedIpv4(new URL(`http://[${bare}]/`).hostname.slice(1, -1));
     if (v4 !== null) return nonPublicKind(v4);
   }
   const type = family === 4 ? 'ipv4' : 'ipv6';

@@ -10,13 +10,14 @@
  * the runtime has exited, and a start of the agent removes what a crash left.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import type { Cgroup, CgroupHost, CgroupLimits } from '../sandbox/cgroups.ts';
+import { keepAnswersConnect } from '../../shared/http/forward.ts';
 import type { EgressFilter } from './egress.ts';
 import { insidePaths, launchArgv, type SandboxMode, type SandboxTools } from './sandbox.ts';
 import { FUNCTION_COMPATIBILITY_DATE, FUNCTION_COMPATIBILITY_FLAGS, runtimeConfig } from './workerd-config.ts';
@@ -80,7 +81,10 @@ export class ProjectRuntime {
   readonly id: string;
   readonly projectId: string;
   readonly memoryMb: number;
-  readonly pid: number;
+  /** The pid of its workerd process (with the OS layer, the child of the namespaces' holder). */
+  pid: number;
+  /** The pid of the process the agent started (the namespaces' holder, or workerd itself without them). */
+  readonly holderPid: number;
   /** Connections to its supervisor. */
   readonly pool: Pool;
   readonly exited: Promise<RuntimeExit>;
@@ -102,13 +106,16 @@ export class ProjectRuntime {
     this.memoryMb = options.memoryMb;
     this.#child = child;
     this.pid = child.pid!;
+    this.holderPid = child.pid!;
     this.#servers = servers;
     this.#group = group;
     this.#cgroups = options.cgroups;
     this.#limits = options.limits;
     this.#dir = options.dir;
+    // A function may answer before it has read the request body, and workerd then resets the
+    // connection we are still writing to: its answer must still be read (keepAnswersConnect).
     this.pool = new Pool('http://runtime', {
-      socketPath: join(options.dir, 'in', 'runtime.sock'),
+      connect: keepAnswersConnect(options.startTimeoutMs, join(options.dir, 'in', 'runtime.sock')),
       connections: 256,
       pipelining: 1,
       keepAliveTimeout: 60_000,
@@ -270,6 +277,7 @@ export class ProjectRuntime {
       await runtime.kill();
       throw new RuntimeStartError(`the function runtime did not start: ${ready}${lastError ? ` (${lastError})` : ''}`);
     }
+    if (options.mode === 'os') runtime.pid = workerdPid(runtime.holderPid) ?? runtime.holderPid;
     return runtime;
   }
 }
@@ -296,6 +304,29 @@ function controlHandler(targets: ReadonlyMap<string, TargetSpec>) {
       },
     );
   };
+}
+
+/**
+ * The workerd process below the namespaces' holder: `unshare --fork` forks once, and its child execs
+ * into the setup script and then workerd. Null when it cannot be found (it exited meanwhile).
+ */
+function workerdPid(holder: number): number | null {
+  try {
+    const children = readFileSync(`/proc/${holder}/task/${holder}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    if (children.length > 0) return children[0]!;
+  } catch {
+    // No children file (a kernel without it): look the process up by its parent.
+  }
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === holder) return Number(entry);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return null;
 }
 
 /** Listens on a unix socket that the runtime's user may connect to. */

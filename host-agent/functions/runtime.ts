@@ -408,9 +408,12 @@ export class FunctionRuntime {
     }, head.timeout_ms);
     const isHead = input.method === 'HEAD';
     try {
-      const headers = [...input.headers];
-      // The one Content-Length of the function's request, the client's (RFC 9110 §8.6).
-      if (input.length !== null) headers.push('content-length', String(input.length));
+      // The client's headers, and two marks the function's isolate reads and removes (./supervisor.js):
+      // whether the client sent a body, and the Content-Length it declared (RFC 9110 §8.6), which
+      // also frames this hop. Their names are of the service's own (x-svc-fn-), which no client
+      // header ever carries this far (host-agent/routes/functions.ts).
+      const headers = [...input.headers, 'x-svc-fn-rt-body', input.hasBody ? '1' : '0'];
+      if (input.length !== null) headers.push('content-length', String(input.length), 'x-svc-fn-rt-length', String(input.length));
       await forward(runtime.pool, req, res, {
         method: input.method,
         path: `/${target}${input.path}`,

@@ -81,6 +81,7 @@ mount -t proc -o nosuid,nodev,noexec proc proc
 pivot_root . old
 cd /
 /bin/umount -l /old
+unset OLDPWD PWD
 exec /bin/setpriv --reuid="$uid" --regid="$gid" --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all --pdeathsig=KILL -- /bin/workerd "$@"`;
 
 /** The system tools the OS layer needs, at absolute paths. */

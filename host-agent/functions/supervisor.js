@@ -40,11 +40,34 @@ const failed = (message) => new Response(JSON.stringify({ error: { code: 'functi
   status: 502,
   headers: { 'content-type': 'application/json; charset=utf-8', 'x-svc-rt-failed': 'bad_output' },
 });
+/**
+ * The client's request as the function sees it, built inside its own isolate: what crossing from the
+ * supervisor added (Transfer-Encoding, an empty body for none) goes, the client's Content-Length is
+ * put back, and the agent's two marks (x-svc-fn-rt-body, x-svc-fn-rt-length) are removed.
+ */
+function clientRequest(request) {
+  const hasBody = request.headers.get('x-svc-fn-rt-body') === '1';
+  const length = request.headers.get('x-svc-fn-rt-length');
+  const method = request.headers.get('x-svc-fn-rt-method') ?? request.method;
+  const headers = new Headers(request.headers);
+  for (const name of ['x-svc-fn-rt-body', 'x-svc-fn-rt-length', 'x-svc-fn-rt-method', 'transfer-encoding', 'content-length']) headers.delete(name);
+  if (length !== null) headers.set('content-length', length);
+  if (hasBody && method === request.method) return new Request(request, { headers });
+  if (hasBody) {
+    // A HEAD with a body: a Request takes one only from a request that has one, under its own method.
+    try {
+      return new Request(request, { method, headers });
+    } catch {
+      return new Request(request.url, { method, headers, signal: request.signal });
+    }
+  }
+  return new Request(request.url, { method, headers, signal: request.signal });
+}
 export default {
   async fetch(request, env, ctx) {
     let response;
     try {
-      response = await mod.default.fetch(request, env, ctx);
+      response = await mod.default.fetch(clientRequest(request), env, ctx);
     } catch (err) {
       console.error('Uncaught (in fetch):', err);
       return failed('the function threw an exception (see its logs)');
@@ -131,20 +154,40 @@ export default {
     let worker;
     try {
       worker = load(env, target);
-      // The agent sends exactly the client's headers; what the hop adds (Host, Connection) goes.
-      const headers = new Headers(request.headers);
-      for (const name of HOP_BY_HOP) headers.delete(name);
-      const origin = origins.get(target);
-      // A redirect the function answers is the client's to follow, not this hop's.
-      const init = { method: request.method, headers, body: request.body, signal: request.signal, redirect: 'manual' };
-      if (origin === undefined) {
+      if (!origins.has(target)) {
         // Not loaded yet: the first call loads it (and learns its origin).
-        await worker.getEntrypoint('check').fetch('http://check/');
+        const verdict = await (await worker.getEntrypoint('check').fetch('http://check/')).json();
+        if (!verdict.ok) throw new Error(verdict.problem);
       }
-      return relayed(await worker.getEntrypoint().fetch(new Request(`${origins.get(target)}${rest}`, init)));
     } catch (err) {
       console.error(JSON.stringify({ t: target, s: 'a', m: `the function failed to start: ${problemOf(err)}` }));
       return refused('start', 'the function failed to start (see its logs)');
+    }
+    try {
+      // The agent sends exactly the client's headers and two marks (whether the client sent a body,
+      // the length it declared) that the function's isolate reads and removes; what this hop adds
+      // (Host, Connection, its framing) goes.
+      const headers = new Headers(request.headers);
+      for (const name of HOP_BY_HOP) headers.delete(name);
+      headers.delete('content-length');
+      const hasBody = headers.get('x-svc-fn-rt-body') === '1';
+      const url = `${origins.get(target)}${rest}`;
+      // A HEAD crosses to the isolate as a GET marked with its method, which the isolate gives back
+      // to the function: workerd drops a HEAD's answer length between isolates, and answers this
+      // HEAD from the full answer with its length.
+      const method = request.method === 'HEAD' ? 'GET' : request.method;
+      if (request.method === 'HEAD') headers.set('x-svc-fn-rt-method', 'HEAD');
+      // A redirect the function answers is the client's to follow, not this hop's. A GET with a body
+      // cannot be built from an init (fetch forbids it), only from a request that has one.
+      const forwarded =
+        hasBody && (request.method === 'GET' || request.method === 'HEAD')
+          ? new Request(new Request(url, request), { method, headers, redirect: 'manual' })
+          : new Request(url, { method, headers, body: hasBody ? request.body : null, signal: request.signal, redirect: 'manual' });
+      return relayed(await worker.getEntrypoint().fetch(forwarded));
+    } catch (err) {
+      // Loaded, then ended without an answer (process.exit, the client went away).
+      console.error(JSON.stringify({ t: target, s: 'a', m: `the invocation ended without an answer: ${problemOf(err)}` }));
+      return refused('bad_output', 'the function ended without answering (see its logs)');
     }
   },
 };

@@ -72,7 +72,9 @@ describe.skipIf(workerd === null)('the configuration under workerd, with the sup
   /** A request to the runtime's socket. */
   function call(path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ socketPath: join(dir, 'in', 'runtime.sock'), method: init.method ?? 'GET', path, headers: { host: 'runtime' } }, (res) => {
+      // As the agent sends an invocation: the client's body marked, with its declared length (runtime.ts).
+      const marks = init.body === undefined ? {} : { 'x-svc-fn-rt-body': '1', 'x-svc-fn-rt-length': String(Buffer.byteLength(init.body)) };
+      const req = httpRequest({ socketPath: join(dir, 'in', 'runtime.sock'), method: init.method ?? 'GET', path, headers: { host: 'runtime', ...marks } }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));

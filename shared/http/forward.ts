@@ -187,8 +187,8 @@ const HELD_MS = 30_000;
  * request with it (then drops the connection, as it was still writing), or fails it when the read
  * side ends without one.
  */
-export function keepAnswersConnect(timeoutMs: number): buildConnector.connector {
-  const base = buildConnector({ timeout: timeoutMs });
+export function keepAnswersConnect(timeoutMs: number, socketPath?: string): buildConnector.connector {
+  const base = buildConnector(socketPath === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, socketPath });
   return (options, callback) =>
     base(options, (err, socket) => {
       if (socket) keepReadingAfterWriteFailure(socket as Socket);

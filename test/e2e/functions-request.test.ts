@@ -234,7 +234,16 @@ const ENTRIES = [
   ['the Node entry', () => nodeEntry!.url],
 ] as const;
 
-describe.each(ENTRIES)('through %s', (_entry, base) => {
+/**
+ * The one difference the local stack is documented to make (docs/functions.md "Invoke"): workerd,
+ * which runs the handlers there, keeps no difference between `Content-Length: 0` and none (a GET's
+ * is dropped, a bodiless POST, PUT or PATCH gets one).
+ */
+function workerdNormalizes(body: Case['body'], difference: string): boolean {
+  return (body === 'none' && difference === 'added content-length: 0') || (body === 'zero' && difference === 'no content-length: 0');
+}
+
+describe.each(ENTRIES)('through %s', (entry, base) => {
   it.each(METHODS)('%s: the function sees what the client sent, with and without a body and Accept-Encoding', async (method) => {
     const bodies: Case['body'][] = method === 'GET' || method === 'POST' ? ['length', 'none', 'zero', 'chunked'] : ['length', 'none'];
     const problems: string[] = [];
@@ -242,7 +251,10 @@ describe.each(ENTRIES)('through %s', (_entry, base) => {
       for (const acceptEncoding of [null, 'gzip, deflate', 'identity']) {
         const { bytes, expected } = requestOf(base(), { method, body, acceptEncoding });
         const seen = seenOf(await exchange(base(), bytes));
-        for (const d of differences(expected, seen)) problems.push(`body=${body} accept-encoding=${acceptEncoding}: ${d}`);
+        for (const d of differences(expected, seen)) {
+          if (entry === ENTRIES[0][0] && workerdNormalizes(body, d)) continue;
+          problems.push(`body=${body} accept-encoding=${acceptEncoding}: ${d}`);
+        }
       }
     }
     expect(problems).toEqual([]);
