@@ -89,6 +89,8 @@ export class ProjectRuntime {
   readonly pool: Pool;
   readonly exited: Promise<RuntimeExit>;
   readonly #targets: Map<string, TargetSpec>;
+  /** Registered targets by what makes their isolate (runtime.ts). */
+  readonly #byKey = new Map<string, string>();
   /** The functions whose versions it was told about. */
   readonly #functions = new Set<string>();
   readonly #child: ChildProcess;
@@ -129,8 +131,9 @@ export class ProjectRuntime {
    * Makes a version of function `name` known to the runtime (its supervisor asks for it on first
    * use). Answers how many functions it now runs when `name` is new to it, else null.
    */
-  register(target: string, name: string, spec: TargetSpec): number | null {
+  register(target: string, name: string, spec: TargetSpec, key?: string): number | null {
     this.#targets.set(target, spec);
+    if (key !== undefined) this.#byKey.set(key, target);
     if (this.#functions.has(name)) return null;
     this.#functions.add(name);
     return this.#functions.size;
@@ -145,6 +148,11 @@ export class ProjectRuntime {
     } catch {
       return false;
     }
+  }
+
+  /** The target registered under `key` (what makes a version's isolate what it is), if any. */
+  targetOf(key: string): string | undefined {
+    return this.#byKey.get(key);
   }
 
   /** True until its exit was observed. */

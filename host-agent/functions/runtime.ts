@@ -378,12 +378,16 @@ export class FunctionRuntime {
    */
   async #register(runtime: ProjectRuntime, head: FunctionRecord, set: SecretSet, origin: string): Promise<string> {
     const { project: projectId, name } = head;
+    // A warm invocation finds its target told already: no hash, file check or environment to make.
+    const key = `${name}\0${head.generation}\0${head.version}\0${set.fingerprint}\0${origin}`;
+    const known = runtime.targetOf(key);
+    if (known !== undefined) return known;
     const target = `v${createHash('sha256').update(`${projectId}\0${name}\0${head.generation}\0${head.version}\0${set.fingerprint}\0${origin}`).digest('hex').slice(0, 32)}`;
     if (!this.#targets.has(target)) {
       this.#targets.set(target, { projectId, name, version: head.version, redactor: new Redactor(set.secrets) });
     }
     const modulePath = await this.#modules.ensure(projectId, head);
-    const functions = runtime.register(target, name, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin });
+    const functions = runtime.register(target, name, { modulePath, env: invocationEnv(set, { projectId, functionName: name, cloudOrigin: origin }), origin }, key);
     if (functions !== null) runtime.limitMemory(runtimeMemoryMb(head.memory_mb, functions, this.#deps.settings.SVCD_FUNCTION_PROJECT_MEMORY_MB) * 1024 * 1024);
     return target;
   }
