@@ -53,6 +53,8 @@ const STUCK_PING_MS = 250;
 const RUNTIME_PIDS_MAX = 64;
 /** Memory a runtime needs besides its isolates' heaps. */
 const RUNTIME_OVERHEAD_MB = 96;
+/** Memory counted for each further function's isolate in a runtime (an idle isolate holds a few MiB). */
+const ISOLATE_ALLOWANCE_MB = 8;
 
 /** What the runtime needs from the agent. */
 export interface FunctionRuntimeDeps {
@@ -576,13 +578,15 @@ export class FunctionRuntime {
 }
 
 /**
- * The memory limit of a runtime running `functions` functions of `memoryMb` each: every one of them
- * may use its `memory_mb` (its heap, and its array buffers, which are outside the heap), plus what
- * workerd needs itself; at most the project's share of the host (`SVCD_FUNCTION_PROJECT_MEMORY_MB`),
- * but never less than one function's.
+ * The memory limit of a runtime running `functions` functions of `memoryMb` each: one function's
+ * `memory_mb` (its heap, and its array buffers, which live outside the heap and which only this limit
+ * bounds), ISOLATE_ALLOWANCE_MB for each other function's isolate at rest, and what workerd needs
+ * itself; at most the project's share of the host (`SVCD_FUNCTION_PROJECT_MEMORY_MB`), never less
+ * than one function's. So no function of it can hold much past its own `memory_mb`, however many
+ * siblings it has, while idle siblings never push the runtime over.
  */
 export function runtimeMemoryMb(memoryMb: number, functions: number, projectMb: number): number {
-  return RUNTIME_OVERHEAD_MB + Math.max(memoryMb, Math.min(memoryMb * functions, projectMb));
+  return RUNTIME_OVERHEAD_MB + Math.max(memoryMb, Math.min(memoryMb + ISOLATE_ALLOWANCE_MB * (functions - 1), projectMb));
 }
 
 /** How a runtime ended, in words: past its memory, killed, or its exit status. */

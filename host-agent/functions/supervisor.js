@@ -175,14 +175,15 @@ export default {
       // A HEAD crosses to the isolate as a GET marked with its method, which the isolate gives back
       // to the function: workerd drops a HEAD's answer length between isolates, and answers this
       // HEAD from the full answer with its length.
-      const method = request.method === 'HEAD' ? 'GET' : request.method;
-      if (request.method === 'HEAD') headers.set('x-svc-fn-rt-method', 'HEAD');
-      // A redirect the function answers is the client's to follow, not this hop's. A GET with a body
-      // cannot be built from an init (fetch forbids it), only from a request that has one.
+      // (A HEAD with a body crosses as it is: a request with a body keeps its method.)
+      const asGet = request.method === 'HEAD' && !hasBody;
+      if (asGet) headers.set('x-svc-fn-rt-method', 'HEAD');
+      // A redirect the function answers is the client's to follow, not this hop's. A GET or HEAD
+      // with a body cannot be built from an init (fetch forbids it), only from a request that has one.
       const forwarded =
         hasBody && (request.method === 'GET' || request.method === 'HEAD')
-          ? new Request(new Request(url, request), { method, headers, redirect: 'manual' })
-          : new Request(url, { method, headers, body: hasBody ? request.body : null, signal: request.signal, redirect: 'manual' });
+          ? new Request(new Request(url, request), { headers, redirect: 'manual' })
+          : new Request(url, { method: asGet ? 'GET' : request.method, headers, body: hasBody ? request.body : null, signal: request.signal, redirect: 'manual' });
       return relayed(await worker.getEntrypoint().fetch(forwarded));
     } catch (err) {
       // Loaded, then ended without an answer (process.exit, the client went away).

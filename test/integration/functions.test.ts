@@ -456,6 +456,55 @@ function peakRss(pid: number): number {
   return Number(m![1]) * 1024;
 }
 
+describe('node: builtins that make sense without a host', () => {
+  it('run crypto, buffer, util, events, stream, url, path and zlib as on Workers (nodejs_compat)', async () => {
+    const p = await newProject();
+    await fns.deployed(token, p, 'builtins', `
+import { createHash, randomUUID } from 'node:crypto';
+import { Buffer } from 'node:buffer';
+import { format } from 'node:util';
+import { EventEmitter } from 'node:events';
+import { Readable } from 'node:stream';
+import { URL as NodeURL } from 'node:url';
+import { join } from 'node:path';
+import { gzipSync, gunzipSync } from 'node:zlib';
+export default {
+  async fetch() {
+    const emitter = new EventEmitter();
+    let heard = null;
+    emitter.on('x', (v) => (heard = v));
+    emitter.emit('x', 'event');
+    const chunks = [];
+    for await (const c of Readable.from(['a', 'b'])) chunks.push(c);
+    return Response.json({
+      sha256: createHash('sha256').update('abc').digest('hex'),
+      uuid: /^[0-9a-f-]{36}$/.test(randomUUID()),
+      base64: Buffer.from('hi').toString('base64'),
+      format: format('%s=%d', 'n', 4),
+      heard,
+      stream: chunks.join(''),
+      url: new NodeURL('https://a.test/b?c=1').searchParams.get('c'),
+      path: join('/a', 'b', '../c'),
+      zlib: gunzipSync(gzipSync('round trip')).toString(),
+    });
+  },
+};`);
+    const r = await fns.invoke(token, p, 'builtins');
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({
+      sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+      uuid: true,
+      base64: 'aGk=',
+      format: 'n=4',
+      heard: 'event',
+      stream: 'ab',
+      url: '1',
+      path: '/a/c',
+      zlib: 'round trip',
+    });
+  });
+});
+
 describe('environment and secrets', () => {
   it('injects the project secrets into env and process.env, and nothing of the agent', async () => {
     const p = await newProject();
