@@ -23,6 +23,7 @@ import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { startDataplane } from './dataplane/server.ts';
 import { FrontReturn } from './dataplane/handed.ts';
 import { publicRealtime } from './realtime/public.ts';
+import { publicInvoke } from './functions/public.ts';
 import * as keyRoutes from './routes/keys.ts';
 import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
@@ -166,6 +167,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const frontReturn = new FrontReturn(log);
   const cors = parseCorsOrigins(settings.SVCD_CORS_ORIGINS);
   const servePublicRealtime = publicRealtime({ ctx, keys: ctx.keyCache, cors, log });
+  const servePublicInvoke = publicInvoke({ ctx, keys: ctx.keyCache, cors, log });
   const dataplane = await startDataplane({
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_DATAPLANE_PORT,
@@ -176,11 +178,12 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
     cors,
-    // A connection handed over by the local front: realtime subscribe and publish are served here
-    // (docs/realtime.md "Through the base URL, locally"), the rest goes back to the front.
+    // A connection handed over by the local front: realtime subscribe and publish, and invocations
+    // with a project key, are served here (docs/realtime.md "Through the base URL, locally";
+    // docs/functions.md "The path through the service"), the rest goes back to the front.
     handed: (req, res, expectsContinue, origin) => {
       const back = () => frontReturn.send(req, res, expectsContinue, origin);
-      if (!servePublicRealtime(req, res, expectsContinue, back)) back();
+      if (!servePublicRealtime(req, res, expectsContinue, back) && !servePublicInvoke(req, res, expectsContinue, origin, back)) back();
     },
     // One line and the metrics per /v2 request (docs/observability.md).
     observe: (r) => {

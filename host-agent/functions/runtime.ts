@@ -102,6 +102,12 @@ export interface InvocationInput {
   length: number | null;
   origin: string;
   requestId: string;
+  /**
+   * Set when the answer goes to the client itself (./public.ts), not back over the handlers' hop:
+   * the function's `Content-Encoding` and a HEAD's `Content-Length` keep their own names, and these
+   * headers (the service's request id, CORS) are added, replacing the function's own of those names.
+   */
+  direct?: { headers: string[] };
 }
 
 interface Remembered {
@@ -428,10 +434,17 @@ export class FunctionRuntime {
         signal: cut.signal,
         answerHeaders: (_status, flat) => {
           const out: string[] = [];
+          const direct = input.direct;
+          const replaced = direct ? new Set(direct.headers.filter((_, i) => i % 2 === 0)) : null;
           for (let i = 0; i < flat.length; i += 2) {
             const name = flat[i]!.toLowerCase();
             if (name === 'x-svc-rt-failed') {
               failed = flat[i + 1]!;
+              continue;
+            }
+            if (direct) {
+              if (replaced!.has(name)) continue;
+              out.push(name === FUNCTION_HEADERS.contentEncoding ? 'content-encoding' : flat[i]!, flat[i + 1]!);
               continue;
             }
             // A HEAD crossed the handlers' hop as a GET: its length travels renamed, with an empty body.
@@ -441,7 +454,8 @@ export class FunctionRuntime {
             }
             out.push(flat[i]!, flat[i + 1]!);
           }
-          if (isHead) out.push('content-length', '0');
+          if (direct) out.push(...direct.headers);
+          else if (isHead) out.push('content-length', '0');
           return out;
         },
       });

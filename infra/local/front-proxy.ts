@@ -136,7 +136,7 @@ export function isDataPlane(path: string): boolean {
 }
 
 /** The request targets the agent serves itself on a handed connection: `/v2`, realtime subscribe and publish. */
-const HANDED = /^(?:(?:[A-Z]+) \/v2(?:[/? ]|$)|GET \/v0\/projects\/[^/? ]+\/realtime\/subscribe[? ]|POST \/v0\/projects\/[^/? ]+\/realtime\/publish[? ])/;
+const HANDED = /^(?:(?:[A-Z]+) \/v2(?:[/? ]|$)|GET \/v0\/projects\/[^/? ]+\/realtime\/subscribe[? ]|POST \/v0\/projects\/[^/? ]+\/realtime\/publish[? ]|[A-Z]+ \/v0\/projects\/[^/? ]+\/functions\/[^/? ]+\/invoke[/? ])/;
 
 /**
  * True when a connection whose first bytes are `head` goes to the agent: its request line names `/v2`
