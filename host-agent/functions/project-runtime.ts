@@ -5,7 +5,8 @@
  * the control socket (`GET /targets/<id>`: a version's module, environment and origin) and the egress
  * filter (./egress.ts) — and reaches it through its own socket in `in/`.
  *
- * Its directory, `functions/.runtimes/<runtime id>/` under `SVCD_ROOT`, holds `root/` (the mount
+ * Its directory, `functions/.runtimes/<n>/` under `SVCD_ROOT` (a short number: its sockets' paths
+ * must fit a unix socket's 107 bytes), holds `root/` (the mount
  * point of its root), `cfg/` (config.capnp and supervisor.js), `in/` and `out/`; it is removed when
  * the runtime has exited, and a start of the agent removes what a crash left.
  */
@@ -62,7 +63,7 @@ export interface RuntimeOptions {
   tools: SandboxTools | null;
   /** The uid (and gid) it runs as with the OS layer. */
   uid: number;
-  /** `functions/.runtimes/<id>` under `SVCD_ROOT`. */
+  /** `functions/.runtimes/<n>` under `SVCD_ROOT`. */
   dir: string;
   cgroups: CgroupHost | null;
   cgroupName: string;
@@ -72,6 +73,9 @@ export interface RuntimeOptions {
   /** A line the runtime wrote: of a target's function (its console, or the supervisor about it), or of the runtime itself (target null). */
   onLine(target: string | null, stream: 'stdout' | 'stderr' | 'agent', text: string): void;
 }
+
+/** The longest path a unix socket may have on Linux (`sun_path` holds 108 bytes with its NUL). */
+const UNIX_PATH_MAX = 107;
 
 /** Longest line kept from the runtime's output; the rest of a longer one is dropped. */
 const LINE_MAX = 64 * 1024;
@@ -209,6 +213,11 @@ export class ProjectRuntime {
       chmodSync(dirs.in, 0o700);
     }
     const inside = insidePaths(options.mode, dirs);
+    for (const path of [join(dirs.out, 'control.sock'), join(inside.in, 'runtime.sock'), join(dirs.in, 'runtime.sock')]) {
+      if (Buffer.byteLength(path) > UNIX_PATH_MAX) {
+        throw new RuntimeStartError(`the runtime's socket ${path} is longer than a unix socket's path may be (${UNIX_PATH_MAX} bytes): give SVCD_ROOT a shorter path`);
+      }
+    }
     copyFileSync(SUPERVISOR, join(dirs.cfg, 'supervisor.js'));
     writeFileSync(
       join(dirs.cfg, 'config.capnp'),

@@ -481,7 +481,9 @@ export class FunctionRuntime {
   async #startRuntime(projectId: string, memoryMb: number, kind: 'r' | 'c'): Promise<ProjectRuntime> {
     const launch = await this.#launch();
     const { settings } = this.#deps;
-    const id = `${projectId}-${kind}${memoryMb}-${++this.#started}`;
+    // Short: its sockets' paths live below it, and a unix socket's path has at most 107 bytes.
+    const n = ++this.#started;
+    const id = `${projectId}-${kind}${memoryMb}-${n}`;
     const runtime = await ProjectRuntime.start({
       id,
       projectId,
@@ -490,7 +492,7 @@ export class FunctionRuntime {
       workerd: launch.workerd,
       tools: launch.tools,
       uid: uidOf(projectId),
-      dir: join(this.#area, '.runtimes', id),
+      dir: join(this.#area, '.runtimes', String(n)),
       cgroups: launch.cgroups,
       cgroupName: `svc-${this.#deps.agentId}/fn-${id}`,
       limits: {

@@ -13,16 +13,17 @@
  *
  *   node_modules/.bin/node test/bench/functions.bench.ts [seconds-per-round]
  *
- * Real pieces only, as production serves invocations: DynamoDB Local, the host agent as its own
- * process (bin/svc-agent) with its runtimes in their OS sandbox, and the handlers' Node entry
- * (dist/node-server.mjs, the Node workers invocations are routed to, docs/deploy.md) in a process
- * of its own; the client is an undici Pool with a project key (the agent verifies it from memory).
+ * Real pieces only, through {base_url}: the local stack as `npm start` runs it (its front, the
+ * handlers in miniflare, one host agent with its runtimes in the OS sandbox) on DynamoDB Local; the
+ * client is an undici Pool with a project key, whose invocations the front hands to the agent
+ * (docs/functions.md "The path through the service"). The handlers' Node entry
+ * (dist/node-server.mjs, the production Node workers) is measured beside it for information.
  * Service and baseline rounds alternate so drift on the shared machine hits both. Build first
  * (`npm run bench` does).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -31,9 +32,7 @@ import { Pool, request } from 'undici';
 import { freePort, startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { packagedWorkerd } from '../../host-agent/functions/launch.ts';
 import { FUNCTION_COMPATIBILITY_DATE, FUNCTION_COMPATIBILITY_FLAGS } from '../../host-agent/functions/workerd-config.ts';
-import { loadSettings } from '../../shared/config.ts';
-import { createDb, ensureTable } from '../../shared/db/client.ts';
-import { deploymentEnv } from '../helpers/deployment-env.ts';
+import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { MODULES } from '../helpers/functions.ts';
 import { descendants } from '../helpers/procs.ts';
 
@@ -111,6 +110,25 @@ const config :Workerd.Config = (
   return { child, port };
 }
 
+/**
+ * The ceiling of any design with one process between the client and the runtime (as the agent is):
+ * a bare Node relay, node:http in front of an undici Pool to the bare runtime, streaming both ways,
+ * nothing else. Prints its port.
+ */
+function bareRelaySource(port: number): string {
+  return `
+import { createServer } from 'node:http';
+import { Pool } from ${JSON.stringify(join(REPO, 'node_modules/undici/index.js'))};
+const pool = new Pool('http://127.0.0.1:${port}', { connections: 64 });
+const server = createServer((req, res) => {
+  pool.request({ method: req.method, path: req.url, headers: req.headers, body: req.method === 'GET' || req.method === 'HEAD' ? null : req }).then(
+    (r) => { res.writeHead(r.statusCode, r.headers); r.body.pipe(res); },
+    () => { res.writeHead(502); res.end(); },
+  );
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+}
+
 /** One cold answer of the bare runtime: spawn workerd with the module, one request, stop. */
 async function bareCold(dir: string, modulePath: string): Promise<number> {
   const t0 = performance.now();
@@ -164,24 +182,24 @@ function rssMiB(pid: number): number {
 async function main(): Promise<void> {
   const dynamo = await startDynamoLocal();
   const root = mkdtempSync(join(tmpdir(), 'svc-bench-functions-'));
+  // The local stack's directory is others-searchable, as npm start's .svc is (engines and runtimes run as their own users).
+  chmodSync(root, 0o755);
   const modulePath = join(root, 'hello.mjs');
   writeFileSync(modulePath, MODULES.hello);
-  const env = deploymentEnv(dynamo.endpoint, {
-    SVCD_TABLE: `bench_${randomBytes(4).toString('hex')}`,
-    SVCD_ROOT: join(root, 'agent'),
-    SVCD_HEARTBEAT_MS: '600000',
-    SVCD_AGENT_STALE_MS: '3600000',
-    SVCD_FUNCTION_PROJECT_CONCURRENCY: String(CONCURRENCY * 4),
-  });
-  await ensureTable(createDb(loadSettings(env)));
-  let agent: ChildProcess | undefined;
+  let stack: Stack | undefined;
   let handlers: ChildProcess | undefined;
   let bare: ChildProcess | undefined;
+  let relay: ChildProcess | undefined;
   try {
-    ({ child: agent } = await startWithLine([join(REPO, 'bin/svc-agent')], env));
-    const node = await startWithLine([join(REPO, 'node_modules/.bin/node'), join(REPO, 'dist/node-server.mjs')], { ...env, SVCD_PORT: '0', SVCD_LOG_LEVEL: 'warn' });
-    handlers = node.child;
-    const base = (JSON.parse(node.line) as { url: string }).url;
+    // {base_url}: the local stack as npm start runs it (front, miniflare, one agent with its runtimes in the OS sandbox).
+    stack = await startStack({
+      dir: join(root, 'stack'),
+      dynamoEndpoint: dynamo.endpoint,
+      env: { SVCD_TABLE: `bench_${randomBytes(4).toString('hex')}`, SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_FUNCTION_PROJECT_CONCURRENCY: String(CONCURRENCY * 4), SVCD_LOG_LEVEL: 'warn' },
+      agentOutput: 'collect',
+      log: () => {},
+    });
+    const base = stack.url;
     const call = async (method: string, path: string, token?: string, body?: string, type = 'application/json') => {
       const r = await fetch(`${base}${path}`, { method, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': type }, body });
       if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
@@ -195,33 +213,49 @@ async function main(): Promise<void> {
     const path = `/v0/projects/${project.id}/functions/hello/invoke`;
     const auth = { authorization: `Bearer ${key}` };
     const service = new Pool(base, { connections: CONCURRENCY });
+    // The production Node workers' entry beside it (information: the path a load balancer sends invocations to).
+    const node = await startWithLine([join(REPO, 'node_modules/.bin/node'), join(REPO, 'dist/node-server.mjs')], { ...stack.env, SVCD_PORT: '0', SVCD_LOG_LEVEL: 'warn' });
+    handlers = node.child;
+    const nodeEntry = new Pool((JSON.parse(node.line) as { url: string }).url, { connections: CONCURRENCY });
     const bareStarted = await bareRuntime(root, modulePath);
     bare = bareStarted.child;
     const barePool = new Pool(`http://127.0.0.1:${bareStarted.port}`, { connections: CONCURRENCY });
 
     // Warm, concurrency 1: the service against the bare runtime, alternating.
     await load(service, path, auth, 1500, 1);
+    await load(nodeEntry, path, auth, 500, 1);
     await load(barePool, '/', {}, 500, 1);
-    const warm = { service: [] as number[], bare: [] as number[], session: [] as number[] };
+    const warm = { service: [] as number[], bare: [] as number[], session: [] as number[], node: [] as number[] };
     for (let i = 0; i < ROUNDS; i++) {
       warm.service.push(...(await load(service, path, auth, (SECONDS * 1000) / 2, 1)).latencies);
       warm.session.push(...(await load(service, path, { authorization: `Bearer ${token}` }, 500, 1)).latencies);
+      warm.node.push(...(await load(nodeEntry, path, auth, 500, 1)).latencies);
       warm.bare.push(...(await load(barePool, '/', {}, (SECONDS * 1000) / 2, 1)).latencies);
     }
 
     // Warm throughput at concurrency 16, alternating.
     await load(service, path, auth, 2000, CONCURRENCY);
     await load(barePool, '/', {}, 1000, CONCURRENCY);
-    const through = { service: [] as number[], bare: [] as number[], errors: 0 };
+    const relayStarted = await startWithLine([process.execPath, '--input-type=module', '-e', bareRelaySource(bareStarted.port)], {});
+    relay = relayStarted.child;
+    const relayPool = new Pool(`http://127.0.0.1:${relayStarted.line.trim()}`, { connections: CONCURRENCY });
+    await load(relayPool, '/', {}, 1000, CONCURRENCY);
+    const through = { service: [] as number[], bare: [] as number[], relay: [] as number[], errors: 0 };
     for (let i = 0; i < ROUNDS; i++) {
       const s = await load(service, path, auth, SECONDS * 1000, CONCURRENCY);
       const b = await load(barePool, '/', {}, SECONDS * 1000, CONCURRENCY);
+      const r = await load(relayPool, '/', {}, SECONDS * 1000, CONCURRENCY);
       through.service.push(s.rps);
       through.bare.push(b.rps);
-      through.errors += s.errors + b.errors;
+      through.relay.push(r.rps);
+      through.errors += s.errors + b.errors + r.errors;
     }
+    await relayPool.close();
+    await stop(relay);
+    relay = undefined;
     const bareRss = rssMiB(bare.pid!);
     await barePool.close();
+    await nodeEntry.close();
     await stop(bare);
     bare = undefined;
 
@@ -238,39 +272,52 @@ async function main(): Promise<void> {
       cold.bare.push(await bareCold(root, modulePath));
     }
 
-    // Memory: FUNCTIONS functions deployed and warm (each invoked), then idle.
+    // Memory: a project of its own (so its runtime served no load test) with FUNCTIONS functions
+    // deployed and warm (each invoked once), then idle; its runtime's processes, divided by FUNCTIONS,
+    // beside what the first function alone cost.
+    const idle = await call('POST', '/v0/projects', token, '{"name":"idle"}');
+    const { key: idleKey } = await call('POST', `/v0/projects/${idle.id}/keys`, token, '{}');
+    const before = new Set(runtimePids(stack.agent.pid!));
+    let first = 0;
+    let pids: number[] = [];
     for (let i = 0; i < FUNCTIONS; i++) {
-      await deploy(`f${i}`, MODULES.hello);
-      const r = await service.request({ method: 'GET', path: `/v0/projects/${project.id}/functions/f${i}/invoke`, headers: auth });
+      await call('PUT', `/v0/projects/${idle.id}/functions/f${i}`, token, MODULES.hello, 'application/javascript');
+      const r = await service.request({ method: 'GET', path: `/v0/projects/${idle.id}/functions/f${i}/invoke`, headers: { authorization: `Bearer ${idleKey}` } });
       if ((await r.body.text()) !== 'ok') throw new Error(`f${i} answered ${r.statusCode}`);
+      if (i === 0) {
+        await sleep(300);
+        pids = runtimePids(stack.agent.pid!).filter((pid) => !before.has(pid));
+        first = pids.map(rssMiB).reduce((a, b) => a + b, 0);
+      }
     }
     await sleep(500);
-    const pids = runtimePids(agent!.pid!);
-    const rss = pids.map(rssMiB).filter((n) => !Number.isNaN(n));
-    const total = rss.reduce((a, b) => a + b, 0);
-    // The runtime also still holds the "hello" versions invoked above.
-    const perFunction = total / (FUNCTIONS + 1);
+    const total = pids.map(rssMiB).filter((n) => !Number.isNaN(n)).reduce((a, b) => a + b, 0);
+    const perFunction = total / FUNCTIONS;
+    const marginal = (total - first) / (FUNCTIONS - 1);
 
     const added = p50(warm.service) - p50(warm.bare);
     const rate = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const throughput = rate(through.service) / rate(through.bare);
     const mark = (ok: boolean) => (ok ? 'ok' : 'MISSED');
-    console.log(`functions: GET of a module answering "ok", through dist/node-server.mjs and the host agent (runtimes in the OS sandbox) with a project key`);
-    console.log(`warm p50, concurrency 1 ${p50(warm.service).toFixed(3)} ms through the service; ${p50(warm.bare).toFixed(3)} ms the bare runtime (workerd, own process)`);
+    console.log(`functions: GET of a module answering "ok" through {base_url} (the local stack: the front hands a key's invocation to the host agent, runtimes in the OS sandbox) with a project key`);
+    console.log(`warm p50, concurrency 1 ${p50(warm.service).toFixed(3)} ms through {base_url}; ${p50(warm.bare).toFixed(3)} ms the bare runtime (workerd, own process)`);
     console.log(`warm added p50          ${added.toFixed(3)} ms   (target <= 1 ms)   ${mark(added <= 1)}`);
-    console.log(`warm p50 with a session ${p50(warm.session).toFixed(3)} ms (info: one DynamoDB read per invocation judges the session and the project)`);
-    console.log(`throughput, c=${CONCURRENCY}        ${rate(through.service).toFixed(0)} req/s through the service; ${rate(through.bare).toFixed(0)} req/s the bare runtime`);
+    console.log(`warm p50 with a session ${p50(warm.session).toFixed(3)} ms (info: the front, the handlers in miniflare, one DynamoDB read judging the session)`);
+    console.log(`warm p50, Node entry    ${p50(warm.node).toFixed(3)} ms (info: dist/node-server.mjs, the production Node workers' path, with the key)`);
+    console.log(`throughput, c=${CONCURRENCY}        ${rate(through.service).toFixed(0)} req/s through {base_url}; ${rate(through.bare).toFixed(0)} req/s the bare runtime`);
     console.log(`throughput ratio        ${throughput.toFixed(3)}   (target >= 0.5)   ${mark(throughput >= 0.5)}   (${through.errors} errors)`);
+    console.log(`throughput ceiling      ${(rate(through.relay) / rate(through.bare)).toFixed(3)}   a bare Node relay (node:http + undici, nothing else) in front of the bare runtime: ${rate(through.relay).toFixed(0)} req/s; any design with one process between client and runtime stays below it on this machine`);
     console.log(`cold start p50          ${p50(cold.service).toFixed(1)} ms, first invocation of a new version   (target <= 50 ms)   ${mark(p50(cold.service) <= 50)}; bare runtime spawn to first answer ${p50(cold.bare).toFixed(1)} ms (${COLD_RUNS} runs each, alternating)`);
-    console.log(`memory per idle function ${perFunction.toFixed(1)} MiB   (target <= 10 MiB)   ${mark(perFunction <= 10)}   (${total.toFixed(1)} MiB in ${pids.length} runtime processes for ${FUNCTIONS + 1} warm functions; the bare runtime with one module: ${bareRss.toFixed(1)} MiB)`);
+    console.log(`memory per idle function ${perFunction.toFixed(1)} MiB   (target <= 10 MiB)   ${mark(perFunction <= 10)}   (${total.toFixed(1)} MiB in the ${pids.length} processes of one project's runtime for ${FUNCTIONS} warm idle functions; ${first.toFixed(1)} MiB with the first alone, ${marginal.toFixed(1)} MiB for each further one; the bare runtime with one module, after the load: ${bareRss.toFixed(1)} MiB)`);
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ') as [string];
     console.log(`machine: ${cpus().length} cores, load average ${load1} (other work on the machine colours the wall-clock figures)`);
     if (through.errors) process.exitCode = 1;
     await service.close();
   } finally {
+    await stop(relay);
     await stop(bare);
     await stop(handlers);
-    await stop(agent);
+    await stack?.stop();
     await dynamo.stop();
     rmSync(root, { recursive: true, force: true });
   }
