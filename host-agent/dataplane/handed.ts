@@ -14,6 +14,7 @@ import { ServiceError } from '../../shared/errors.ts';
 import { forward, keepAnswersConnect, upstreamRequestHeaders, UpstreamError } from '../../shared/http/forward.ts';
 import { answerError, targetAuthority } from '../../shared/http/node-http.ts';
 import { newRequestId } from '../../shared/ids.ts';
+import type { Log } from '../../shared/log.ts';
 
 const NOTHING = new Set<string>();
 
@@ -60,4 +61,25 @@ export class FrontReturn {
     }
     return pool;
   }
+}
+
+/**
+ * The one log line of a public request the agent serves on a handed connection, written when its
+ * answer is done, as the handlers log theirs (docs/observability.md "Logs"): the route's pattern,
+ * never the path or the query; the project once `seen` names it.
+ */
+export function logHandedRequest(log: Log, req: IncomingMessage, res: ServerResponse, requestId: string, route: string, seen: { projectId?: string }): void {
+  const started = performance.now();
+  res.once('close', () =>
+    log('request', {
+      level: 'info',
+      event: 'request',
+      request_id: requestId,
+      method: req.method ?? 'GET',
+      route,
+      status: res.headersSent ? res.statusCode : 0,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(seen.projectId ? { project_id: seen.projectId } : {}),
+    }),
+  );
 }

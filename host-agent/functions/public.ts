@@ -27,6 +27,7 @@ import type { Log } from '../../shared/log.ts';
 import { functionNameSchema, functionSeesHeader } from '../../shared/schemas/functions.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import type { AgentContext } from '../context.ts';
+import { logHandedRequest } from '../dataplane/handed.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 
 const ROUTE = /^\/v0\/projects\/([^/?]+)\/functions\/([^/?]+)\/invoke(?=[/?]|$)/;
@@ -62,26 +63,15 @@ export function publicInvoke(deps: PublicInvokeDeps): (req: IncomingMessage, res
     }
     if (!presented) return false;
     const requestId = newRequestId();
-    const started = performance.now();
     const cors = corsAnswerHeaders(deps.cors, req.headers.origin);
     for (const [name, value] of Object.entries(cors)) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
-    let projectId: string | undefined;
-    res.once('close', () =>
-      log('request', {
-        level: 'info',
-        event: 'request',
-        request_id: requestId,
-        method: req.method ?? 'GET',
-        route: '/v0/projects/:id/functions/:name/invoke/:rest*',
-        status: res.headersSent ? res.statusCode : 0,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        ...(projectId ? { project_id: projectId } : {}),
-      }),
-    );
+    const seen: { projectId?: string } = {};
+    logHandedRequest(log, req, res, requestId, '/v0/projects/:id/functions/:name/invoke/:rest*', seen);
     const served = (async () => {
       const key = deps.keys.verifyWarm(presented) ?? (await deps.keys.verify(presented));
-      projectId = pathParam(m[1], 'id', projectIdSchema);
+      const projectId = pathParam(m[1], 'id', projectIdSchema);
+      seen.projectId = projectId;
       if (key.projectId !== projectId) throw errors.denied('the project key belongs to another project');
       if (key.owner !== undefined && key.owner !== ctx.agentId) throw new NotHere();
       const name = pathParam(m[2], 'name', functionNameSchema);

@@ -38,6 +38,7 @@ import { refuseUrlCredentials, SSE_HEADERS, subscriptionChannels, ticketRefusal 
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { publishRequestSchema, subscribeQuerySchema, TICKET_PATTERN } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';
+import { logHandedRequest } from '../dataplane/handed.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 import { responseSink } from '../routes/realtime.ts';
 
@@ -65,23 +66,10 @@ export function publicRealtime(deps: PublicRealtimeDeps): (req: IncomingMessage,
     const route = m?.[2];
     if (!m || !((route === 'subscribe' && req.method === 'GET') || (route === 'publish' && req.method === 'POST'))) return false;
     const requestId = newRequestId();
-    const started = performance.now();
     const seen: { projectId?: string } = {};
     for (const [name, value] of Object.entries(corsAnswerHeaders(deps.cors, req.headers.origin))) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
-    // One line per request, as the handlers log theirs (docs/observability.md "Logs"): the pattern, never the path or query.
-    res.once('close', () =>
-      log('request', {
-        level: 'info',
-        event: 'request',
-        request_id: requestId,
-        method: req.method ?? 'GET',
-        route: `/v0/projects/:id/realtime/${route}`,
-        status: res.headersSent ? res.statusCode : 0,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        ...(seen.projectId ? { project_id: seen.projectId } : {}),
-      }),
-    );
+    logHandedRequest(log, req, res, requestId, `/v0/projects/:id/realtime/${route}`, seen);
     const served = route === 'subscribe' ? subscribe(deps, req, res, m[1]!, seen) : publish(deps, req, res, m[1]!, expectsContinue, seen);
     served.catch((thrown: unknown) => {
       if (thrown instanceof NotHere) {

@@ -9,9 +9,10 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { tempDir } from '../helpers/env.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
 import { callJson } from '../helpers/http.ts';
 
 const dir = tempDir('svc-fn-direct-');
@@ -41,13 +42,7 @@ export default {
 };`;
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable('fndirect'), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
-    agentOutput: 'collect',
-    log: (line) => logged.push(line),
-  });
+  stack = await startSuiteStack(dir.dir, {}, (line) => logged.push(line));
   token = (await call('POST', '/v0/signup', undefined, {})).token;
   project = (await call('POST', '/v0/projects', token, { name: 'fn-direct' })).id;
   const other = (await call('POST', '/v0/projects', token, { name: 'fn-other' })).id;
