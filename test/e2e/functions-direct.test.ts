@@ -115,4 +115,6 @@ it("sends an owner's session back to the front, whose handlers serve it as befor
   // The front logs a request once its answer has gone, which may be just after the client read it.
   for (let i = 0; i < 100 && frontSaw('/session').length === 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(frontSaw('/session').length).toBeGreaterThan(0);
+  // By now the front would have logged the key's invocations too, had it relayed them.
+  expect(frontSaw('/a')).toEqual([]);
 });
