@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressFilter, egressPolicy, nonPublicKind, refusal } from './egress.ts';
+import { EgressFilter, egressPolicy, nonPublicKind, refusal, refusedKind } from './egress.ts';
 
 describe('nonPublicKind', () => {
   it('names every special-purpose IPv4 range, at both ends', () => {
@@ -111,6 +111,23 @@ describe('nonPublicKind', () => {
 
   it('refuses what is not an address', () => {
     for (const text of ['', 'localhost', 'example.com', '127.0.0.1.nip.io', '1.2.3', '::g', '[::1']) expect(nonPublicKind(text), text).toBe('not an IP address');
+  });
+});
+
+describe('refusedKind', () => {
+  it("refuses this host's own addresses, public ones included, in any spelling", () => {
+    const own = new Set(['8.8.8.8', '2606:4700::1111']);
+    expect(refusedKind('8.8.8.8', own)).toBe("this host's own");
+    expect(refusedKind('::ffff:8.8.8.8', own)).toBe("this host's own");
+    expect(refusedKind('2606:4700:0:0:0:0:0:1111', own)).toBe("this host's own");
+    expect(refusedKind('[2606:4700::1111]', own)).toBe("this host's own");
+    expect(refusedKind('8.8.4.4', own)).toBeNull();
+    expect(refusedKind('127.0.0.1', own)).toBe('loopback');
+  });
+
+  it("reads the host's interfaces when given none: its loopback and every address it has", async () => {
+    const { networkInterfaces } = await import('node:os');
+    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) expect(refusedKind(a.address.split('%')[0]!)).not.toBeNull();
   });
 });
 

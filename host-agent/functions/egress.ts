@@ -10,8 +10,10 @@
  * - every address the host name resolves to must be public: loopback, private, link-local (the
  *   metadata endpoint 169.254.169.254 among them), shared, multicast, documentation and other
  *   special-purpose ranges of IPv4 and IPv6 are refused, IPv4-mapped and NAT64 forms by the address
- *   they embed. The check runs inside the connection's own lookup, so the address checked is the
- *   address connected to (no second resolution a rebinding DNS server could answer differently);
+ *   they embed; so are this host's own addresses, public ones included (a host reaches its own
+ *   listeners through them). The check runs inside the connection's own lookup, so the address
+ *   checked is the address connected to (no second resolution a rebinding DNS server could answer
+ *   differently);
  * - `SVCD_FUNCTION_EGRESS_UNSAFE_ALLOW` names `host:port` pairs let through whatever their address:
  *   a development and test setting, warned about at every start.
  *
@@ -22,6 +24,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BlockList, isIP, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { Agent, type Dispatcher } from 'undici';
 import { connectionTokens, isHopByHop } from '../../shared/http/hop-by-hop.ts';
 
@@ -74,6 +77,34 @@ function embeddedIpv4(address: string): string | null {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
+/**
+ * The addresses of this host's own interfaces, canonical: a host with a public address reaches its
+ * own listeners through it, so it is refused like loopback (read at each check: interfaces change).
+ */
+function ownAddresses(): Set<string> {
+  const own = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) own.add(canonical(a.address));
+  return own;
+}
+
+/** An address in one spelling: IPv6 compressed and lowercase, IPv4-mapped as its IPv4 address. */
+function canonical(address: string): string {
+  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address.split('%')[0]!;
+  if (isIP(bare) !== 6) return bare;
+  const compressed = new URL(`http://[${bare}]/`).hostname.slice(1, -1);
+  return embeddedIpv4(compressed) ?? compressed;
+}
+
+/**
+ * Why `address` may not be reached from functions: not public (`loopback`, `private`, …), or one of
+ * this host's own addresses; null when it may. Not an address: `not an IP address`.
+ */
+export function refusedKind(address: string, own: ReadonlySet<string> = ownAddresses()): string | null {
+  const kind = nonPublicKind(address);
+  if (kind !== null) return kind;
+  return isIP(canonical(address)) !== 0 && own.has(canonical(address)) ? "this host's own" : null;
+}
+
 /** Why `address` is not public (`loopback`, `private`, …), or null when it is. Not an address: `not an IP address`. */
 export function nonPublicKind(address: string): string | null {
   const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
@@ -123,7 +154,7 @@ export function refusal(policy: EgressPolicy, url: URL): string | null {
   const bare = host.startsWith('[') ? host.slice(1, -1) : host;
   if (!listed(policy.hosts, bare)) return policy.hosts === 'none' ? 'functions have no egress on this deployment (SVCD_FUNCTION_EGRESS=none)' : `${bare} is not on this deployment's egress list`;
   if (isIP(bare) !== 0) {
-    const kind = nonPublicKind(bare);
+    const kind = refusedKind(bare);
     if (kind !== null) return `${bare} is a ${kind} address, not reachable from functions`;
   }
   return null;
@@ -140,9 +171,10 @@ function portOf(url: URL): string {
 function publicLookup(hostname: string, options: object, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void): void {
   dnsLookup(hostname, { all: true }, (err, addresses) => {
     if (err) return callback(err, []);
-    const kept = addresses.filter((a) => nonPublicKind(a.address) === null);
+    const own = ownAddresses();
+    const kept = addresses.filter((a) => refusedKind(a.address, own) === null);
     if (kept.length === 0) {
-      const kinds = [...new Set(addresses.map((a) => nonPublicKind(a.address)))].join(', ');
+      const kinds = [...new Set(addresses.map((a) => refusedKind(a.address, own)))].join(', ');
       return callback(new Refused(`${hostname} resolves only to addresses not reachable from functions (${kinds})`), []);
     }
     if ((options as { all?: boolean }).all) return callback(null, kept);
