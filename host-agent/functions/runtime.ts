@@ -136,6 +136,8 @@ export class FunctionRuntime {
   readonly #heads = new Map<string, Remembered>();
   /** Deploys and deletes of one function, one at a time (keyed `<project>/<name>`). */
   readonly #serial = new ProjectQueue();
+  /** Deploy checks, one at a time per project: a project deploying many functions at once starts one throwaway runtime at a time. */
+  readonly #checks = new ProjectQueue();
   /** Invocations in flight, per function (`<project>/<name>`) and per project. */
   readonly #running = new Map<string, number>();
   readonly #runningByProject = new Map<string, number>();
@@ -228,6 +230,7 @@ export class FunctionRuntime {
   /** Refuses new deploys and deletes, lets those under way finish, then ends every runtime. */
   async stop(): Promise<void> {
     await this.#serial.close();
+    await this.#checks.close();
     await this.#runtimes.close();
     await this.#egress.close();
   }
@@ -269,7 +272,7 @@ export class FunctionRuntime {
       const received = await this.#modules.receive(projectId, input.body, input.maxBytes, input.length);
       try {
         const set = await this.#secretSets.get(projectId);
-        await this.#check(projectId, name, received.path, input.settings.memory_mb, input.origin, set);
+        await this.#checks.run(projectId, () => this.#check(projectId, name, received.path, input.settings.memory_mb, input.origin, set));
         const kept = { ...received, path: await this.#modules.keep(projectId, received) };
         const blob = await this.#modules.store(projectId, await newModuleBlobName(projectId, name), kept);
         let result: { head: FunctionRecord; created: boolean };

@@ -693,3 +693,37 @@ describe('lifecycle of the project and the agent', () => {
     expect(runtimes.map((x) => x.pid)).not.toContain(runtimesOf(now, p)[0]!.pid);
   });
 });
+
+describe('deploy checks', () => {
+  /** Pids of the project's throwaway check runtimes now (their cgroup names them, host-agent/functions/runtime.ts). */
+  function checkRuntimes(p: string): number[] {
+    const found: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(`/fn-${p}-c`) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('/bin/workerd')) found.push(Number(entry));
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    return found;
+  }
+
+  it('runs one throwaway runtime at a time per project, however many of its functions deploy at once', { timeout: 60_000 }, async () => {
+    const p = await newProject();
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        most = Math.max(most, checkRuntimes(p).length);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const deploys = await Promise.all(['c1', 'c2', 'c3', 'c4'].map((name) => fns.deploy(token, p, name, MODULES.hello)));
+    sampling = false;
+    await sampler;
+    expect(deploys.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    expect(most).toBe(1);
+    expect(checkRuntimes(p)).toEqual([]);
+  });
+});
