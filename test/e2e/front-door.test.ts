@@ -13,14 +13,14 @@
  * - absolute-form request targets are served on every listener;
  * - the front logs one line per request, without query or credentials.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { issueInternalToken } from '../../shared/auth.ts';
-import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { startNodeEntry } from '../helpers/stack.ts';
 import { callJson } from '../helpers/http.ts';
 
 const MiB = 1024 * 1024;
@@ -369,19 +369,7 @@ describe('absolute-form request targets (RFC 9112 §3.2.2)', () => {
 
 describe('the Node entry (production shape, docs/deploy.md)', () => {
   beforeAll(async () => {
-    const child = spawn(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'dist/node-server.mjs')], {
-      env: { PATH: process.env.PATH!, ...stack.env, SVCD_PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-        out += d;
-        if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!).url);
-      });
-      child.once('exit', (code) => reject(new Error(`node entry exited ${code}`)));
-    });
-    nodeEntry = { child, url };
+    nodeEntry = await startNodeEntry(stack);
   }, 30_000);
 
   it('serves absolute-form targets and answers a refused body without resetting the connection', async () => {

@@ -15,15 +15,15 @@
  * length), what it builds the function's request from decides the GET and HEAD bodies, the presence
  * of a body and `Content-Length` (docs/functions.md "Invoke").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../infra/local/stack.ts';
-import { REPO, tempDir } from '../helpers/env.ts';
+import { tempDir } from '../helpers/env.ts';
 import { FunctionsClient, httpSend } from '../helpers/functions.ts';
-import { startSuiteStack } from '../helpers/stack.ts';
+import { startNodeEntry, startSuiteStack } from '../helpers/stack.ts';
 
 /** The public origin functions see (SVCD_CLOUD_ORIGIN). */
 const ORIGIN = 'https://api.example.test';
@@ -65,20 +65,7 @@ let project: string;
 beforeAll(async () => {
   dir = tempDir('svc-e2e-fn-request-');
   stack = await startSuiteStack(dir.dir, { SVCD_CLOUD_ORIGIN: ORIGIN });
-  const child = spawn(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'dist/node-server.mjs')], {
-    env: { PATH: process.env.PATH!, ...stack.env, SVCD_PORT: '0', SVCD_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!).url);
-    });
-    child.once('exit', (code) => reject(new Error(`node entry exited ${code}`)));
-  });
-  child.stderr!.resume();
-  nodeEntry = { child, url };
+  nodeEntry = await startNodeEntry(stack, { SVCD_LOG_LEVEL: 'warn' });
   const signedUp = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
   const { token } = (await signedUp.json()) as { token: string };
   const auth = { authorization: `Bearer ${token}` };

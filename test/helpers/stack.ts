@@ -2,9 +2,11 @@
  * The local stack (infra/local/stack.ts) as an end-to-end suite starts it: on the run's shared
  * DynamoDB Local with a table of its own, every port chosen free, agents' output kept for failures.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { inject } from 'vitest';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { uniqueTable } from './env.ts';
+import { REPO, uniqueTable } from './env.ts';
 
 /** Starts a stack in `dir` with `env` over the defaults above; `log` gets the front's lines (one per request it relays). */
 export function startSuiteStack(dir: string, env: Record<string, string> = {}, log: (line: string) => void = () => {}): Promise<Stack> {
@@ -14,5 +16,25 @@ export function startSuiteStack(dir: string, env: Record<string, string> = {}, l
     env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', ...env },
     agentOutput: 'collect',
     log,
+  });
+}
+
+/**
+ * The handlers' Node entry (dist/node-server.mjs, the production Node workers) beside a suite's
+ * stack, on its settings and a free port; `env` over them. Resolves once it prints its ready line.
+ */
+export function startNodeEntry(stack: Stack, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'dist/node-server.mjs')], {
+    env: { PATH: process.env.PATH!, ...stack.env, SVCD_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stderr!.resume();
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      if (out.includes('\n')) resolve({ child, url: (JSON.parse(out.split('\n')[0]!) as { url: string }).url });
+    });
+    child.once('exit', (code) => reject(new Error(`node entry exited ${code}`)));
   });
 }
