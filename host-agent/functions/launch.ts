@@ -108,12 +108,12 @@ export class Launcher {
   async #run(): Promise<RuntimeLaunch | string> {
     const workerd = this.#workerd;
     if (workerd === null || !existsSync(workerd)) return `the function runtime is missing: workerd ${workerd ?? '(the workerd package)'} is not installed`;
-    let tools: SandboxTools | null = null;
-    let mode: SandboxMode = this.#mode === 'auto' ? 'os' : this.#mode;
-    if (this.#mode === 'auto') {
-      // The local stack's choice (docs/local-stack.md): the OS layer wherever this host can give it.
+    let mode: SandboxMode = this.#mode === 'none' ? 'none' : 'os';
+    if (mode === 'os') {
       const problem = await osLayerProblem(workerd, join(this.#dir, 'probe'));
+      if (problem !== null && this.#mode === 'os') return `the function runtime is missing: ${problem}; set SVCD_FUNCTION_SANDBOX=none only on a development machine`;
       if (problem !== null) {
+        // `auto`, the local stack's choice (docs/local-stack.md): the OS layer only where the host gives it.
         mode = 'none';
         this.#log(
           `agent: WARNING: SVCD_FUNCTION_SANDBOX=auto: this host cannot give function runtimes the OS sandbox (${problem}); they run without it (SVCD_FUNCTION_SANDBOX=none): ` +
@@ -121,18 +121,13 @@ export class Launcher {
         );
       }
     }
-    if (mode === 'os' && this.#mode === 'auto') {
-      tools = sandboxTools() as SandboxTools;
-    } else if (mode === 'os') {
-      const problem = await osLayerProblem(workerd, join(this.#dir, 'probe'));
-      if (problem !== null) return `the function runtime is missing: ${problem}; set SVCD_FUNCTION_SANDBOX=none only on a development machine`;
-      tools = sandboxTools() as SandboxTools;
-    } else {
+    if (mode === 'none') {
       const problem = await runProbe([workerd, '--version'], (out) => out.startsWith('workerd '));
       if (problem !== null) return `the function runtime is missing: workerd ${workerd} does not run (${problem})`;
     }
     const detected = mode === 'os' ? CgroupHost.detect() : 'SVCD_FUNCTION_SANDBOX=none';
     if (typeof detected === 'string') this.#log(`agent: WARNING: function runtimes run without cgroups (${detected}): no memory, CPU or task limit beyond each isolate's heap`);
-    return { mode, workerd, tools, cgroups: typeof detected === 'string' ? null : detected };
+    return { mode, workerd, tools: mode === 'os' ? (sandboxTools() as SandboxTools) : null, cgroups: typeof detected === 'string' ? null : detected };
   }
+
 }

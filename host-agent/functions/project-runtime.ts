@@ -164,16 +164,6 @@ export class ProjectRuntime {
     return this.#exit === null;
   }
 
-  /** Its resident memory, in bytes (0 when gone). */
-  async rssBytes(): Promise<number> {
-    try {
-      const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-    } catch {
-      return 0;
-    }
-  }
-
   /** Whether its supervisor answers within `timeoutMs` (a function stuck in a loop blocks its thread). */
   async ping(timeoutMs: number): Promise<boolean> {
     if (!this.alive()) return false;

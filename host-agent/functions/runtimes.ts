@@ -105,9 +105,9 @@ export class Runtimes {
   }
 
   /** The live runtimes: project, memory, pid, invocations in flight (tests, the benchmark, metrics). */
-  list(): { projectId: string; memoryMb: number; pid: number; active: number; runtime: ProjectRuntime }[] {
+  list(): { projectId: string; memoryMb: number; pid: number; active: number }[] {
     const out = [];
-    for (const e of this.#entries.values()) if (e.started) out.push({ projectId: e.projectId, memoryMb: e.memoryMb, pid: e.started.pid, active: e.active, runtime: e.started });
+    for (const e of this.#entries.values()) if (e.started) out.push({ projectId: e.projectId, memoryMb: e.memoryMb, pid: e.started.pid, active: e.active });
     return out;
   }
 

@@ -152,7 +152,9 @@ async function load(pool: Pool, path: string, headers: Record<string, string>, m
         const t0 = performance.now();
         const r = await pool.request({ method: 'GET', path, headers });
         const text = await r.body.text();
-        if (r.statusCode !== 200 || text !== 'ok') errors++;
+        if (r.statusCode !== 200 || text !== 'ok') {
+          if (errors++ === 0) console.error(`${path}: answered ${r.statusCode} ${text.slice(0, 200)}`);
+        }
         latencies.push(performance.now() - t0);
       }
     }),
@@ -240,7 +242,7 @@ async function main(): Promise<void> {
     relay = relayStarted.child;
     const relayPool = new Pool(`http://127.0.0.1:${relayStarted.line.trim()}`, { connections: CONCURRENCY });
     await load(relayPool, '/', {}, 1000, CONCURRENCY);
-    const through = { service: [] as number[], bare: [] as number[], relay: [] as number[], errors: 0 };
+    const through = { service: [] as number[], bare: [] as number[], relay: [] as number[], errors: 0, serviceErrors: 0 };
     for (let i = 0; i < ROUNDS; i++) {
       const s = await load(service, path, auth, SECONDS * 1000, CONCURRENCY);
       const b = await load(barePool, '/', {}, SECONDS * 1000, CONCURRENCY);
@@ -249,7 +251,16 @@ async function main(): Promise<void> {
       through.bare.push(b.rps);
       through.relay.push(r.rps);
       through.errors += s.errors + b.errors + r.errors;
+      through.serviceErrors += s.errors;
     }
+    // The runtime's peak resident memory under that load (information: its cgroup must leave room for it).
+    const peakMiB = Math.max(...runtimePids(stack.agent.pid!).map((pid) => {
+      try {
+        return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+      } catch {
+        return 0;
+      }
+    }));
     await relayPool.close();
     await stop(relay);
     relay = undefined;
@@ -270,6 +281,18 @@ async function main(): Promise<void> {
       if ((await r.body.text()) !== 'ok') throw new Error(`cold invoke answered ${r.statusCode}`);
       cold.service.push(performance.now() - t0);
       cold.bare.push(await bareCold(root, modulePath));
+    }
+
+    // A project's first invocation, its runtime started in the sandbox (information): a fresh project each run.
+    const firstOfProject: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const fresh = await call('POST', '/v0/projects', token, '{"name":"fresh"}');
+      const { key: freshKey } = await call('POST', `/v0/projects/${fresh.id}/keys`, token, '{}');
+      await call('PUT', `/v0/projects/${fresh.id}/functions/hello`, token, MODULES.hello, 'application/javascript');
+      const t0 = performance.now();
+      const r = await service.request({ method: 'GET', path: `/v0/projects/${fresh.id}/functions/hello/invoke`, headers: { authorization: `Bearer ${freshKey}` } });
+      if ((await r.body.text()) !== 'ok') throw new Error(`a fresh project's first invoke answered ${r.statusCode}`);
+      firstOfProject.push(performance.now() - t0);
     }
 
     // Memory: a project of its own (so its runtime served no load test) with FUNCTIONS functions
@@ -305,9 +328,11 @@ async function main(): Promise<void> {
     console.log(`warm p50 with a session ${p50(warm.session).toFixed(3)} ms (info: the front, the handlers in miniflare, one DynamoDB read judging the session)`);
     console.log(`warm p50, Node entry    ${p50(warm.node).toFixed(3)} ms (info: dist/node-server.mjs, the production Node workers' path, with the key)`);
     console.log(`throughput, c=${CONCURRENCY}        ${rate(through.service).toFixed(0)} req/s through {base_url}; ${rate(through.bare).toFixed(0)} req/s the bare runtime`);
-    console.log(`throughput ratio        ${throughput.toFixed(3)}   (target >= 0.5)   ${mark(throughput >= 0.5)}   (${through.errors} errors)`);
+    console.log(`throughput ratio        ${throughput.toFixed(3)}   (target >= 0.5)   ${mark(throughput >= 0.5)}   (${through.errors} errors, ${through.serviceErrors} of them through {base_url})`);
+    console.log(`runtime peak RSS        ${peakMiB.toFixed(1)} MiB under that load (info: workerd's own buffers grow with the request rate; the runtime's memory limit leaves room for them)`);
     console.log(`throughput ceiling      ${(rate(through.relay) / rate(through.bare)).toFixed(3)}   a bare Node relay (node:http + undici, nothing else) in front of the bare runtime: ${rate(through.relay).toFixed(0)} req/s; any design with one process between client and runtime stays below it on this machine`);
     console.log(`cold start p50          ${p50(cold.service).toFixed(1)} ms, first invocation of a new version   (target <= 50 ms)   ${mark(p50(cold.service) <= 50)}; bare runtime spawn to first answer ${p50(cold.bare).toFixed(1)} ms (${COLD_RUNS} runs each, alternating)`);
+    console.log(`first invocation of a project ${p50(firstOfProject).toFixed(1)} ms p50 (info: its runtime started in the OS sandbox, ${firstOfProject.length} fresh projects)`);
     console.log(`memory per idle function ${perFunction.toFixed(1)} MiB   (target <= 10 MiB)   ${mark(perFunction <= 10)}   (${total.toFixed(1)} MiB in the ${pids.length} processes of one project's runtime for ${FUNCTIONS} warm idle functions; ${first.toFixed(1)} MiB with the first alone, ${marginal.toFixed(1)} MiB for each further one; the bare runtime with one module, after the load: ${bareRss.toFixed(1)} MiB)`);
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ') as [string];
     console.log(`machine: ${cpus().length} cores, load average ${load1} (other work on the machine colours the wall-clock figures)`);
