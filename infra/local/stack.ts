@@ -31,7 +31,7 @@ import { handOver } from '../../shared/http/handoff.ts';
 import { assertPortFree, freePort, portIsFree, startDynamoLocal, type DynamoLocal } from './dynamodb.ts';
 import { acquireStackLock, displayDir } from './lock.ts';
 import { groupMembers, killRecorded, signalGroup, waitGone } from './processes.ts';
-import { NODE_BIN, REPO_ROOT } from './paths.ts';
+import { NODE_BIN, openRepositoryToEngines, REPO_ROOT } from './paths.ts';
 
 export { REPO_ROOT };
 
@@ -140,6 +140,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   // secrets file is the owner's alone and DynamoDB Local's files sit in a directory of their own.
   const mode = statSync(dir).mode & 0o7777;
   if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+  // And the engine program with its Node, inside this repository, wherever the repository lies.
+  const opened = openRepositoryToEngines();
+  if (opened.length > 0) log(`stack: gave others search permission on ${opened.join(', ')} so engines, run as their own user, reach the repository`);
 
   // Every process the stack spawned and that still runs. Each leads its own process group; the
   // members of those groups are recorded in the lock, for the next start to clear if this

@@ -4,6 +4,7 @@
  */
 import type { TestProject } from 'vitest/node';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
+import { openRepositoryToEngines } from '../../infra/local/paths.ts';
 import { startS3rver } from './s3rver.ts';
 
 declare module 'vitest' {
@@ -15,6 +16,9 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Engines run as their own user and must reach the engine in this clone, wherever it lies.
+  const opened = openRepositoryToEngines();
+  if (opened.length > 0) console.log(`test setup: gave others search permission on ${opened.join(', ')} so engines reach the repository`);
   const dynamo = await startDynamoLocal();
   project.provide('dynamoEndpoint', dynamo.endpoint);
   const s3 = await startS3rver();
