@@ -6,7 +6,8 @@ import { DynamoDBClient, CreateTableCommand, DescribeTableCommand, ResourceNotFo
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Settings } from '../config.ts';
 import { tableDefinition } from './table.ts';
-import { createWire, fromItem, toItem, type DbTransport, type WireCall } from './wire.ts';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { createWire, type DbTransport, type WireCall } from './wire.ts';
 
 /** What every repository function needs. */
 export interface Db {
@@ -43,7 +44,6 @@ export function createDb(
   const wire = createWire(client, {
     region: settings.SVCD_DYNAMODB_REGION,
     endpoint: settings.SVCD_DYNAMODB_ENDPOINT,
-    maxAttempts: 3,
     ...(options.transport ? { transport: options.transport } : {}),
   });
   return { doc, table: settings.SVCD_TABLE, wire };
@@ -99,18 +99,20 @@ const itemId = (k: { pk: unknown; sk: unknown }) => `${String(k.pk)}\u0000${Stri
  * Reads up to 100 items in one strongly consistent round trip (BatchGetItem), so checks that need
  * several items (a session and the project it acts on) cost one read. Repeated keys are asked once;
  * keys DynamoDB leaves unprocessed (throttling) are asked again after a short growing pause. Sent
- * over the wire (./wire.ts): every authenticated request makes this read.
+ * over the wire (./wire.ts), items converted by @aws-sdk/util-dynamodb: every authenticated request
+ * makes this read.
  */
 export async function batchGetItems(db: Db, wanted: readonly TableKey[]): Promise<ItemsRead> {
   const found = new Map<string, Record<string, any>>();
-  let pending: Record<string, unknown>[] = [...new Map(wanted.map((k) => [itemId(k), toItem({ pk: k.pk, sk: k.sk })])).values()];
+  let pending: Record<string, unknown>[] = [...new Map(wanted.map((k) => [itemId(k), marshall({ pk: k.pk, sk: k.sk })])).values()];
   if (pending.length > 100) throw new Error('a batched read takes at most 100 keys');
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(200, 10 * 2 ** attempt)));
     if (attempt >= 8) throw new Error('DynamoDB left keys of a batched read unprocessed 8 times');
     const out = await db.wire('BatchGetItem', { RequestItems: { [db.table]: { Keys: pending, ConsistentRead: true } } });
     for (const raw of out.Responses?.[db.table] ?? []) {
-      const item = fromItem(raw);
+      // As the document client converts them (numbers beyond the safe integers as BigInt).
+      const item = unmarshall(raw);
       found.set(itemId(item as TableKey), item);
     }
     pending = out.UnprocessedKeys?.[db.table]?.Keys ?? [];
