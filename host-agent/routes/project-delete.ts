@@ -18,7 +18,7 @@ export function register(router: InternalRouter): void {
   router.post('/internal/v1/projects/:id/delete', async (request, ctx) => {
     const projectId = pathParam((request as Request & { params: Record<string, string> }).params.id, 'id', projectIdSchema);
     const body = await readJson(request, internalProjectDeleteSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    const answer = await ctx.tenants.deleteProject(projectId, { actor: body.actor, requestId: body.request_id }, (keyIds) =>
+    const answer = await ctx.tenants.deleteProject(projectId, { actor: body.actor, requestId: body.request_id, signal: request.signal }, (keyIds) =>
       forgetProject(ctx, projectId, keyIds),
     );
     return json(answer);

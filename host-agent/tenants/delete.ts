@@ -26,6 +26,8 @@ import {
 } from '../../shared/db/project-delete.ts';
 import type { ProjectRecord } from '../../shared/db/projects.ts';
 import { newReceipt } from '../../shared/db/receipts.ts';
+import { errors } from '../../shared/errors.ts';
+import type { ProjectState } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
 import { removeRecord } from './files.ts';
 import type { Layout } from './layout.ts';
@@ -44,15 +46,22 @@ export interface DeletionDeps {
 export interface DeletionRequest {
   actor: string;
   requestId: string;
+  /**
+   * Aborted when the caller has gone (its connection closed): checked just before the commit point,
+   * so a caller that can no longer hear the answer leaves the project whole (docs/lifecycle.md).
+   */
+  signal?: AbortSignal;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
  * The commit point: `project` (as recorded, hosted here) becomes a deletion record `deleting`, with
- * its `project.delete` receipt. 404 when it is no longer there.
+ * its `project.delete` receipt and `state`, the one the deletion answers. 404 when it is no longer
+ * there; 503 with nothing written when the caller has gone already.
  */
-export async function markDeleting(deps: DeletionDeps, project: ProjectRecord, request: DeletionRequest): Promise<ProjectDeletion> {
+export async function markDeleting(deps: DeletionDeps, project: ProjectRecord, request: DeletionRequest, state: ProjectState): Promise<ProjectDeletion> {
+  if (request.signal?.aborted) throw errors.orchestrator(`the deletion of project ${project.id} was not committed: its caller has gone`);
   const now = deps.now();
   const at = nowIso(now);
   const receipt = newReceipt({ project: project.id, op: 'project.delete', target: project.id, actor: request.actor, request_id: request.requestId, at });
@@ -61,6 +70,7 @@ export async function markDeleting(deps: DeletionDeps, project: ProjectRecord, r
     at,
     expiresAt: nowIso(now + deps.settings.SVCD_DELETED_RECEIPTS_RETENTION_DAYS * DAY_MS),
     receipt,
+    state,
   });
   deps.log(`agent: deleting ${project.id}: marked deleting`, { level: 'info', event: 'project.delete', project_id: project.id, request_id: request.requestId, step: 'marked' });
   return deletion;

@@ -437,7 +437,7 @@ export class Tenants {
       const state = this.#states.truth(projectId, project.state);
       // Read before the commit point, so a read that fails leaves the project whole.
       const keyIds = await projectKeyIds(db, projectId);
-      const deletion = await markDeleting(this.#deletionParts(), project, request);
+      const deletion = await markDeleting(this.#deletionParts(), project, request, state);
       this.#queue.retire(projectId);
       // Again after it: a key issued meanwhile must go too (a failed read leaves its entry to refresh).
       const later = await projectKeyIds(db, projectId).catch(() => []);

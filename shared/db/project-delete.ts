@@ -21,6 +21,7 @@ import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import { queryEach } from './pagination.ts';
 import type { ProjectRecord } from './projects.ts';
+import type { ProjectState } from '../schemas/projects.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
 import { GSI1, TTL_ATTRIBUTE, keys } from './table.ts';
 
@@ -37,6 +38,11 @@ export interface ProjectDeletion {
   /** Until when the receipts stay readable to the owner. */
   expires_at: string;
   finished_at: string | null;
+  /**
+   * The state the deletion answered (its engine stopped), so a handler whose call lost the agent's
+   * answer can give the same one (absent on records written before it was kept).
+   */
+  project_state?: ProjectState;
 }
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -57,6 +63,7 @@ function toDeletion(item: Record<string, any>): ProjectDeletion {
     deleted_at: item.deleted_at,
     expires_at: item.expires_at,
     finished_at: item.finished_at ?? null,
+    ...(item.project_state ? { project_state: item.project_state } : {}),
   };
 }
 
@@ -72,9 +79,9 @@ function epochSeconds(iso: string): number {
  */
 export async function markProjectDeleting(
   db: Db,
-  input: { project: ProjectRecord; at: string; expiresAt: string; receipt: Receipt },
+  input: { project: ProjectRecord; at: string; expiresAt: string; receipt: Receipt; state?: ProjectState },
 ): Promise<ProjectDeletion> {
-  const { project, at, expiresAt, receipt } = input;
+  const { project, at, expiresAt, receipt, state } = input;
   const deletion: ProjectDeletion = {
     id: project.id,
     name: project.name,
@@ -85,6 +92,7 @@ export async function markProjectDeleting(
     deleted_at: at,
     expires_at: expiresAt,
     finished_at: null,
+    ...(state ? { project_state: state } : {}),
   };
   const { finished_at: _unfinished, ...stored } = deletion;
   try {
