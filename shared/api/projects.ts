@@ -1,0 +1,69 @@
+/** Declarations: projects (contract "POST /v0/projects", "GET /v0/projects/{id}"; docs/lifecycle.md "Deleting a project"). */
+import { pageQuerySchema } from '../schemas/pagination.ts';
+import { createProjectRequestSchema, projectIdSchema, projectListSchema, projectSchema, renameProjectRequestSchema } from '../schemas/projects.ts';
+import { route } from './route.ts';
+
+/** The path parameter of every route under `/v0/projects/:id`. */
+export const project = { id: projectIdSchema };
+
+export const create = route({
+  method: 'POST',
+  path: '/v0/projects',
+  tag: 'projects',
+  summary: 'Create a project',
+  description: 'Reserves a tenant on the least-loaded live host agent; the engine is not started (state `stopped`).',
+  access: 'session',
+  body: { flow: 'json', schema: createProjectRequestSchema },
+  answers: { 201: { description: 'the project', json: projectSchema } },
+  errors: [503],
+});
+
+export const list = route({
+  method: 'GET',
+  path: '/v0/projects',
+  tag: 'projects',
+  summary: 'List your projects',
+  access: 'session',
+  query: pageQuerySchema,
+  answers: { 200: { description: 'a page of projects', json: projectListSchema } },
+});
+
+export const read = route({
+  method: 'GET',
+  path: '/v0/projects/:id',
+  tag: 'projects',
+  summary: 'Read a project',
+  description: 'The recorded state reconciled with the live process (a correction is written back).',
+  access: 'session',
+  params: project,
+  answers: { 200: { description: 'the project', json: projectSchema } },
+  errors: [503],
+});
+
+export const rename = route({
+  method: 'PATCH',
+  path: '/v0/projects/:id',
+  tag: 'projects',
+  summary: 'Rename a project',
+  description: 'The name follows the rule of creation and is kept exactly as given; answered as GET answers (the state reconciled by the project\'s agent, so 503 when that agent is not live, and nothing is renamed).',
+  access: 'session',
+  params: project,
+  body: { flow: 'json', schema: renameProjectRequestSchema },
+  answers: { 200: { description: 'the project', json: projectSchema } },
+  errors: [503],
+});
+
+export const remove = route({
+  method: 'DELETE',
+  path: '/v0/projects/:id',
+  tag: 'projects',
+  summary: 'Delete a project and everything it holds',
+  description: 'Owner session only: its engine, data directory, snapshots, keys, buckets and objects; receipted. At once every project route answers 404 and `/v2` with its keys 401 (docs/lifecycle.md).',
+  access: 'session',
+  params: project,
+  answers: { 200: { description: 'the project as it was', json: projectSchema } },
+  errors: [409, 502, 503],
+});
+
+/** In the order they are matched. */
+export const routes = [create, list, read, rename, remove] as const;
