@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import type { SvcClient } from '../client.ts';
 import { SvcError } from '../errors.ts';
 import type { Cli } from './context.ts';
@@ -36,13 +36,23 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
     removeHistoryDuplicates: true,
   });
   const c = cli.out.c;
-  const prompt = c.bold('svc> ');
-  const more = c.dim('...> ');
+  const prompts = { first: c.bold('svc> '), more: c.dim('...> ') };
   cli.out.line(`Connected to ${projectId} on ${client.baseUrl}. ${c.dim('.help for help, .quit to leave')}`);
-  let buffer = '';
-  rl.setPrompt(prompt);
+  rl.setPrompt(prompts.first);
   rl.prompt();
+  await serve(cli, rl, prompts, shellWork(cli, client, projectId));
+  writeHistory(historyFile, (rl as unknown as { history: string[] }).history ?? []);
+  cli.out.line();
+}
 
+/** What the shell's lines do: run a statement, or a dot command (false: leave). */
+interface ShellWork {
+  run(sql: string): Promise<void>;
+  dot(line: string): Promise<boolean>;
+}
+
+/** Statements run with the client's project key; an error is printed and the shell goes on. */
+function shellWork(cli: Cli, client: SvcClient, projectId: string): ShellWork {
   const run = async (sql: string): Promise<void> => {
     try {
       printResult(cli, await client.sql(sql));
@@ -50,7 +60,17 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
       printError(cli, err, projectId);
     }
   };
-
+  const runSchema = async (table: string | undefined): Promise<void> => {
+    try {
+      const rs = await client.sql(
+        `SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE '\\_svc\\_%' ESCAPE '\\'${table ? ' AND tbl_name = ?' : ''} ORDER BY name`,
+        table ? [table] : [],
+      );
+      for (const row of rs.rows) cli.out.line(`${String(row.sql)};`);
+    } catch (err) {
+      printError(cli, err, projectId);
+    }
+  };
   const dot = async (line: string): Promise<boolean> => {
     const [command, arg] = line.trim().split(/\s+/, 2);
     switch (command) {
@@ -71,22 +91,17 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
         return true;
     }
   };
+  return { run, dot };
+}
 
-  const runSchema = async (table: string | undefined): Promise<void> => {
-    try {
-      const rs = await client.sql(
-        `SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE '\\_svc\\_%' ESCAPE '\\'${table ? ' AND tbl_name = ?' : ''} ORDER BY name`,
-        table ? [table] : [],
-      );
-      for (const row of rs.rows) cli.out.line(`${String(row.sql)};`);
-    } catch (err) {
-      printError(cli, err, projectId);
-    }
-  };
-
-  // Lines are handled one at a time, in order, even while a statement is running.
+/**
+ * Handles the lines one at a time, in order, even while a statement is running; a statement runs
+ * once complete. Settles when the shell closes and the last line is done.
+ */
+function serve(cli: Cli, rl: Interface, prompts: { first: string; more: string }, work: ShellWork): Promise<void> {
+  let buffer = '';
   let queue = Promise.resolve(true);
-  await new Promise<void>((resolve) => {
+  return new Promise<void>((resolve) => {
     // Ctrl-C drops what is being typed; on an empty prompt it says how to leave, and a second one
     // in a row leaves (as Node's REPL does).
     let interrupted = false;
@@ -97,7 +112,7 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
       buffer = '';
       Object.assign(rl as unknown as { line: string; cursor: number }, { line: '', cursor: 0 });
       cli.io.stdout.write(typing ? '^C\n' : '\n(press Ctrl-C again, Ctrl-D or type .quit to leave)\n');
-      rl.setPrompt(prompt);
+      rl.setPrompt(prompts.first);
       rl.prompt();
     });
     rl.on('close', () => {
@@ -108,7 +123,7 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
       queue = queue.then(async (open) => {
         if (!open) return false;
         if (!buffer && line.trim().startsWith('.')) {
-          const keepOpen = await dot(line);
+          const keepOpen = await work.dot(line);
           if (!keepOpen) {
             rl.close();
             return false;
@@ -117,16 +132,14 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
           buffer += (buffer ? '\n' : '') + line;
           const { statements, rest } = splitStatements(buffer);
           buffer = isBlankSql(rest) ? '' : rest;
-          for (const statement of statements) await run(statement);
+          for (const statement of statements) await work.run(statement);
         }
-        rl.setPrompt(buffer ? more : prompt);
+        rl.setPrompt(buffer ? prompts.more : prompts.first);
         rl.prompt();
         return true;
       });
     });
   });
-  writeHistory(historyFile, (rl as unknown as { history: string[] }).history ?? []);
-  cli.out.line();
 }
 
 function printError(cli: Cli, err: unknown, projectId: string): void {

@@ -11,6 +11,15 @@ import type { Registry } from '../program.ts';
 
 /** Registers the account commands. */
 export function register(program: Command, r: Registry): void {
+  signup(program, r);
+  login(program, r);
+  logout(program, r);
+  whoami(program, r);
+  health(program, r);
+}
+
+/** `svc signup`: a new account, its session stored in the profile. */
+function signup(program: Command, r: Registry): void {
   program
     .command('signup')
     .description('create an account and store its session in a profile (the account secret is shown once)')
@@ -41,7 +50,10 @@ export function register(program: Command, r: Registry): void {
         });
       }),
     );
+}
 
+/** `svc login`: a session from an account id and its secret, stored in the profile. */
+function login(program: Command, r: Registry): void {
   program
     .command('login')
     .description('open a session from an account id and its secret (read from stdin or a prompt) and store it')
@@ -74,7 +86,10 @@ export function register(program: Command, r: Registry): void {
         });
       }),
     );
+}
 
+/** `svc logout`: ends the session and forgets the profile. */
+function logout(program: Command, r: Registry): void {
   program
     .command('logout')
     .description('end the session on the service and forget the profile: its session, account secret and stored keys')
@@ -92,7 +107,10 @@ export function register(program: Command, r: Registry): void {
         });
       }),
     );
+}
 
+/** `svc whoami`: the account of the session and the profile in use. */
+function whoami(program: Command, r: Registry): void {
   program
     .command('whoami')
     .description('the account of the session (GET /v0/me) and the profile in use')
@@ -114,7 +132,10 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(info, () => cli.out.fields(info));
       }),
     );
+}
 
+/** `svc health`: whether the service can run tenants; exits 1 when degraded. */
+function health(program: Command, r: Registry): void {
   program
     .command('health')
     .description('whether the service can run tenants (GET /v0/health); exits 1 when degraded')

@@ -10,8 +10,10 @@ import { CliError, UsageError } from '../errors.ts';
 import { readStdin } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { jsonArg, projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, printList, type ListOptions } from './lists.ts';
+import type { InvokeInit } from '../../functions.ts';
 import type { FunctionInfo } from '../../types.ts';
+import type { Cli } from '../context.ts';
 
 function whole(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -19,12 +21,23 @@ function whole(value: string | undefined, name: string): number | undefined {
   return Number(value);
 }
 
+const row = (f: FunctionInfo) => [f.name, f.version, f.size, f.timeout_ms, f.memory_mb, f.max_concurrency, f.updated_at];
+const head = ['name', 'version', 'bytes', 'timeout_ms', 'memory_mb', 'max_concurrency', 'updated_at'];
+
 /** Registers the function commands. */
 export function register(program: Command, r: Registry): void {
   const functions = program.command('functions').description("a project's functions: deploy, invoke, read their logs");
-  const row = (f: FunctionInfo) => [f.name, f.version, f.size, f.timeout_ms, f.memory_mb, f.max_concurrency, f.updated_at];
-  const head = ['name', 'version', 'bytes', 'timeout_ms', 'memory_mb', 'max_concurrency', 'updated_at'];
+  deploy(functions, r);
+  list(functions, r);
+  get(functions, r);
+  versions(functions, r);
+  invoke(functions, r);
+  logs(functions, r);
+  rm(functions, r);
+}
 
+/** `svc functions deploy`: a module file as the function's new version. */
+function deploy(functions: Command, r: Registry): void {
   functions
     .command('deploy')
     .description('deploy a bundled ES module (export default { fetch(request, env) }) as the function\'s new version')
@@ -52,18 +65,20 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(fn, () => cli.out.line(`deployed ${fn.name} version ${fn.version} (${fn.size} bytes, sha256 ${fn.sha256.slice(0, 12)}…)`));
       }),
     );
+}
 
+/** `svc functions list`. */
+function list(functions: Command, r: Registry): void {
   listOptions(functions.command('list').description("the project's functions").argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).functions.list(pageInput(options)), options, 'functions'));
-      cli.out.result(page, () => {
-        cli.out.table(head, items.map(row));
-        moreNote(cli, next_cursor, `svc functions list ${id}`);
-      });
+      await printList(cli, options, (c, page) => c.project(id).functions.list(page), { field: 'functions', head, row, more: `svc functions list ${id}` });
     }),
   );
+}
 
+/** `svc functions get`. */
+function get(functions: Command, r: Registry): void {
   functions
     .command('get')
     .description('one function and its current version')
@@ -76,20 +91,27 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(fn, () => cli.out.fields({ ...fn }));
       }),
     );
+}
 
+/** `svc functions versions`: newest first. */
+function versions(functions: Command, r: Registry): void {
   listOptions(
     functions.command('versions').description("a function's deployed versions, newest first").argument('<project>', 'the project id').argument('<name>', 'the function name'),
   ).action(
     r.action(async (cli, id: string, name: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).functions.versions(name, pageInput(options)), options, 'versions'));
-      cli.out.result(page, () => {
-        cli.out.table(['version', 'bytes', 'sha256', 'created_at'], items.map((v) => [v.version, v.size, v.sha256.slice(0, 16), v.created_at]));
-        moreNote(cli, next_cursor, `svc functions versions ${id} ${name}`);
+      await printList(cli, options, (c, page) => c.project(id).functions.versions(name, page), {
+        field: 'versions',
+        head: ['version', 'bytes', 'sha256', 'created_at'],
+        row: (v) => [v.version, v.size, v.sha256.slice(0, 16), v.created_at],
+        more: `svc functions versions ${id} ${name}`,
       });
     }),
   );
+}
 
+/** `svc functions invoke`: the function's answer on stdout (status and headers with `--json`); exits 1 from 400 on. */
+function invoke(functions: Command, r: Registry): void {
   functions
     .command('invoke')
     .description('call the function (with SVC_KEY, as that project key) and print its answer')
@@ -102,42 +124,55 @@ export function register(program: Command, r: Registry): void {
     .action(
       r.action(async (cli, id: string, name: string, path: string, options: { method?: string; data?: string; header?: string[] }) => {
         cli.failure.project = projectArg(id);
-        const headers: Record<string, string> = {};
-        for (const h of options.header ?? []) {
-          const colon = h.indexOf(':');
-          if (colon < 1) throw new UsageError(`--header must be "Name: value" (got ${JSON.stringify(h)})`);
-          headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
-        }
-        const [pathname = '', search = ''] = path.split('?', 2);
-        const body = options.data === '-' ? await readStdin(cli.io.stdin) : options.data;
-        const init = {
-          ...(options.method ? { method: options.method } : {}),
-          path: pathname,
-          ...(search ? { query: Object.fromEntries(new URLSearchParams(search)) } : {}),
-          headers,
-          ...(body === undefined ? {} : { body }),
-        };
+        const init = await invokeInit(cli, path, options);
         const response = cli.env.SVC_KEY
           ? await (await cli.dataClient(id)).client.project(id).functions.invoke(name, init)
           : await cli.withSession((c) => c.project(id).functions.invoke(name, init));
-        if (cli.out.json) {
-          const text = await response.text();
-          let parsed: unknown = text;
-          try {
-            parsed = jsonArg(text, 'the answer');
-          } catch {
-            // Not JSON: printed as a string.
-          }
-          cli.out.result({ status: response.status, headers: Object.fromEntries(response.headers), body: parsed }, () => {});
-        } else if (response.body) {
-          const { pipeline } = await import('node:stream/promises');
-          await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), cli.io.stdout as NodeJS.WritableStream, { end: false });
-          if (response.status >= 400) cli.out.note(cli.out.ce.red(`the function answered ${response.status}`));
-        }
+        await printAnswer(cli, response);
         return response.status >= 400 ? 1 : 0;
       }),
     );
+}
 
+/** What `invoke` sends: `path` may carry a query; headers come as "Name: value". */
+async function invokeInit(cli: Cli, path: string, options: { method?: string; data?: string; header?: string[] }): Promise<InvokeInit> {
+  const headers: Record<string, string> = {};
+  for (const h of options.header ?? []) {
+    const colon = h.indexOf(':');
+    if (colon < 1) throw new UsageError(`--header must be "Name: value" (got ${JSON.stringify(h)})`);
+    headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
+  }
+  const [pathname = '', search = ''] = path.split('?', 2);
+  const body = options.data === '-' ? await readStdin(cli.io.stdin) : options.data;
+  return {
+    ...(options.method ? { method: options.method } : {}),
+    path: pathname,
+    ...(search ? { query: Object.fromEntries(new URLSearchParams(search)) } : {}),
+    headers,
+    ...(body === undefined ? {} : { body }),
+  };
+}
+
+/** The function's answer: its body on stdout, or with `--json` its status, headers and body. */
+async function printAnswer(cli: Cli, response: Response): Promise<void> {
+  if (cli.out.json) {
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = jsonArg(text, 'the answer');
+    } catch {
+      // Not JSON: printed as a string.
+    }
+    cli.out.result({ status: response.status, headers: Object.fromEntries(response.headers), body: parsed }, () => {});
+  } else if (response.body) {
+    const { pipeline } = await import('node:stream/promises');
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), cli.io.stdout as NodeJS.WritableStream, { end: false });
+    if (response.status >= 400) cli.out.note(cli.out.ce.red(`the function answered ${response.status}`));
+  }
+}
+
+/** `svc functions logs`. */
+function logs(functions: Command, r: Registry): void {
   functions
     .command('logs')
     .description("the last lines of the function's console, secrets redacted")
@@ -154,7 +189,10 @@ export function register(program: Command, r: Registry): void {
         });
       }),
     );
+}
 
+/** `svc functions rm`. */
+function rm(functions: Command, r: Registry): void {
   functions
     .command('rm')
     .description('delete the function (invocations in flight finish)')

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Registers the key commands. */
 export function register(program: Command, r: Registry): void {
@@ -27,10 +27,11 @@ export function register(program: Command, r: Registry): void {
   listOptions(keys.command('list').description('every key, revoked ones included; never a secret').argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).keys.list(pageInput(options)), options, 'keys'));
-      cli.out.result(page, () => {
-        cli.out.table(['key_id', 'label', 'created_at', 'revoked_at'], items.map((k) => [k.key_id, k.label, k.created_at, k.revoked_at]));
-        moreNote(cli, next_cursor, `svc keys list ${id}`);
+      await printList(cli, options, (c, page) => c.project(id).keys.list(page), {
+        field: 'keys',
+        head: ['key_id', 'label', 'created_at', 'revoked_at'],
+        row: (k) => [k.key_id, k.label, k.created_at, k.revoked_at],
+        more: `svc keys list ${id}`,
       });
     }),
   );

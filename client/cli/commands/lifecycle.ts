@@ -7,11 +7,23 @@ import type { Snapshot } from '../../types.ts';
 import type { Registry } from '../program.ts';
 import { UsageError } from '../errors.ts';
 import { projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, printList, type ListOptions } from './lists.ts';
 import { printProject } from './projects.ts';
+
+const printSnapshot = (s: Snapshot) => [s.id, s.label ?? '', s.created_at, s.lineage.visible_csn, s.backup.total_bytes];
+const snapshotHead = ['id', 'label', 'created_at', 'visible_csn', 'bytes'];
 
 /** Registers the lifecycle commands. */
 export function register(program: Command, r: Registry): void {
+  wakeupAndSleep(program, r);
+  head(program, r);
+  restore(program, r);
+  snapshotCommands(program, r);
+  logs(program, r);
+}
+
+/** `svc wakeup` and `svc sleep`. */
+function wakeupAndSleep(program: Command, r: Registry): void {
   for (const [name, description] of [
     ['wakeup', "start the project's engine (idempotent; the data directory is made on the first start)"],
     ['sleep', "stop the project's engine gracefully, keeping its data (idempotent)"],
@@ -28,7 +40,10 @@ export function register(program: Command, r: Registry): void {
         }),
       );
   }
+}
 
+/** `svc head`: what the engine says about itself. */
+function head(program: Command, r: Registry): void {
   program
     .command('head')
     .description('what the engine says about itself: a live probe when running, its offline status when asleep')
@@ -40,7 +55,10 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(head, () => cli.out.fields({ ...head }));
       }),
     );
+}
 
+/** `svc restore`: a snapshot's state in place of the data directory. */
+function restore(program: Command, r: Registry): void {
   program
     .command('restore')
     .description("replace the sleeping project's data directory by a snapshot's state (the previous one is kept aside)")
@@ -55,10 +73,11 @@ export function register(program: Command, r: Registry): void {
         );
       }),
     );
+}
 
+/** `svc snapshots create|list|delete|get`. */
+function snapshotCommands(program: Command, r: Registry): void {
   const snapshots = program.command('snapshots').description("verified backups of a sleeping project's data directory");
-  const printSnapshot = (s: Snapshot) => [s.id, s.label ?? '', s.created_at, s.lineage.visible_csn, s.backup.total_bytes];
-  const head = ['id', 'label', 'created_at', 'visible_csn', 'bytes'];
 
   snapshots
     .command('create')
@@ -69,18 +88,14 @@ export function register(program: Command, r: Registry): void {
       r.action(async (cli, id: string, options: { label?: string }) => {
         cli.failure.project = projectArg(id);
         const snapshot = await cli.withSession((c) => c.project(id).snapshots.create(options.label === undefined ? {} : { label: options.label }));
-        cli.out.result(snapshot, () => cli.out.table(head, [printSnapshot(snapshot)]));
+        cli.out.result(snapshot, () => cli.out.table(snapshotHead, [printSnapshot(snapshot)]));
       }),
     );
 
   listOptions(snapshots.command('list').description("the project's snapshots, newest first").argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).snapshots.list(pageInput(options)), options, 'snapshots'));
-      cli.out.result(page, () => {
-        cli.out.table(head, items.map(printSnapshot));
-        moreNote(cli, next_cursor, `svc snapshots list ${id}`);
-      });
+      await printList(cli, options, (c, page) => c.project(id).snapshots.list(page), { field: 'snapshots', head: snapshotHead, row: printSnapshot, more: `svc snapshots list ${id}` });
     }),
   );
 
@@ -97,6 +112,22 @@ export function register(program: Command, r: Registry): void {
       }),
     );
 
+  snapshots
+    .command('get')
+    .description('one snapshot')
+    .argument('<project>', 'the project id')
+    .argument('<snapshot>', 'the snapshot id')
+    .action(
+      r.action(async (cli, id: string, snapshotId: string) => {
+        cli.failure.project = projectArg(id);
+        const snapshot = await cli.withSession((c) => c.project(id).snapshots.get(snapshotId));
+        cli.out.result(snapshot, () => cli.out.fields({ ...snapshot }));
+      }),
+    );
+}
+
+/** `svc logs`: the engine's last lines, or with `--follow` each new one until Ctrl-C. */
+function logs(program: Command, r: Registry): void {
   program
     .command('logs')
     .description("the engine's last log lines; --follow keeps printing new ones until Ctrl-C")
@@ -126,19 +157,6 @@ export function register(program: Command, r: Registry): void {
         } finally {
           process.removeListener('SIGINT', onSignal);
         }
-      }),
-    );
-
-  snapshots
-    .command('get')
-    .description('one snapshot')
-    .argument('<project>', 'the project id')
-    .argument('<snapshot>', 'the snapshot id')
-    .action(
-      r.action(async (cli, id: string, snapshotId: string) => {
-        cli.failure.project = projectArg(id);
-        const snapshot = await cli.withSession((c) => c.project(id).snapshots.get(snapshotId));
-        cli.out.result(snapshot, () => cli.out.fields({ ...snapshot }));
       }),
     );
 }

@@ -1,5 +1,6 @@
 /** The options and printing every list command shares (docs/cli.md "Lists"). */
 import type { Command } from 'commander';
+import type { SvcClient } from '../../client.ts';
 import type { AnyPage, Pages } from '../../pages.ts';
 import type { Cli } from '../context.ts';
 import { limitArg } from './args.ts';
@@ -45,4 +46,23 @@ export async function readList<P extends AnyPage, T>(
 /** Says how to read on when a page was not the last (human output). */
 export function moreNote(cli: Cli, nextCursor: string | null, command: string): void {
   if (nextCursor) cli.out.note(cli.out.ce.dim(`more: ${command} --cursor ${nextCursor}   (or --all)`));
+}
+
+/** How a list command prints its items (human output). */
+export interface ListView<T> {
+  /** The answer's field the items are under (with `--all`, every page's items are joined under it). */
+  field: string;
+  head: string[];
+  row(item: T): unknown[];
+  /** The command that reads on, printed with the next cursor. */
+  more: string;
+}
+
+/** Reads the page (or with `--all` every page) that `read` lists with the session, and prints it. */
+export async function printList<P extends AnyPage, T>(cli: Cli, options: ListOptions, read: (client: SvcClient, page: { limit?: number; cursor?: string }) => Pages<P, T>, view: ListView<T>): Promise<void> {
+  const { items, next_cursor, page } = await cli.withSession((c) => readList(read(c, pageInput(options)), options, view.field));
+  cli.out.result(page, () => {
+    cli.out.table(view.head, items.map((item) => view.row(item)));
+    moreNote(cli, next_cursor, view.more);
+  });
 }

@@ -6,7 +6,7 @@ import { CliError, UsageError } from '../errors.ts';
 import { readLine } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Prints one project (human output). */
 export function printProject(cli: Cli, project: Project): void {
@@ -36,10 +36,11 @@ export function register(program: Command, r: Registry): void {
 
   listOptions(projects.command('list').description("the account's projects")).action(
     r.action(async (cli, options: ListOptions) => {
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.projects.list(pageInput(options)), options, 'projects'));
-      cli.out.result(page, () => {
-        cli.out.table(['id', 'name', 'state', 'created_at'], items.map((p) => [p.id, p.name, p.state, p.created_at]));
-        moreNote(cli, next_cursor, 'svc projects list');
+      await printList(cli, options, (c, page) => c.projects.list(page), {
+        field: 'projects',
+        head: ['id', 'name', 'state', 'created_at'],
+        row: (p) => [p.id, p.name, p.state, p.created_at],
+        more: 'svc projects list',
       });
     }),
   );

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { readSecret } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Registers the secrets and receipts commands. */
 export function register(program: Command, r: Registry): void {
@@ -31,10 +31,11 @@ export function register(program: Command, r: Registry): void {
   listOptions(secrets.command('list').description('names and versions of the secrets').argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).secrets.list(pageInput(options)), options, 'secrets'));
-      cli.out.result(page, () => {
-        cli.out.table(['name', 'version', 'updated_at'], items.map((s) => [s.name, s.version, s.updated_at]));
-        moreNote(cli, next_cursor, `svc secrets list ${id}`);
+      await printList(cli, options, (c, page) => c.project(id).secrets.list(page), {
+        field: 'secrets',
+        head: ['name', 'version', 'updated_at'],
+        row: (s) => [s.name, s.version, s.updated_at],
+        more: `svc secrets list ${id}`,
       });
     }),
   );
@@ -55,10 +56,11 @@ export function register(program: Command, r: Registry): void {
   listOptions(program.command('receipts').description('receipts of receipted changes, newest first').argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).receipts.list(pageInput(options)), options, 'receipts'));
-      cli.out.result(page, () => {
-        cli.out.table(['at', 'op', 'target', 'actor', 'request_id'], items.map((x) => [x.at, x.op, x.target, x.actor, x.request_id]));
-        moreNote(cli, next_cursor, `svc receipts ${id}`);
+      await printList(cli, options, (c, page) => c.project(id).receipts.list(page), {
+        field: 'receipts',
+        head: ['at', 'op', 'target', 'actor', 'request_id'],
+        row: (x) => [x.at, x.op, x.target, x.actor, x.request_id],
+        more: `svc receipts ${id}`,
       });
     }),
   );

@@ -13,11 +13,12 @@ import { runInNewContext } from 'node:vm';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import type { UploadBody } from '../../storage.ts';
+import type { Bucket } from '../../types.ts';
 import type { Cli } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
-import { listOptions, moreNote, pageInput, readList, type ListOptions } from './lists.ts';
+import { listOptions, moreNote, pageInput, printList, readList, type ListOptions, type ListView } from './lists.ts';
 
 /** A remote location: `PROJECT:bucket/key`, the key optional (or a prefix). */
 export interface Remote {
@@ -88,19 +89,28 @@ function collector(): (loaded: number) => void {
   };
 }
 
+/** The table of a project's buckets; `more` reads on. */
+function bucketsView(more: string): ListView<Bucket> {
+  return { field: 'buckets', head: ['name', 'created_at'], row: (b) => [b.name, b.created_at], more };
+}
+
 /** Registers the storage commands. */
 export function register(program: Command, r: Registry): void {
   const storage = program.command('storage').description('object storage: buckets, listing, copying and removing objects');
 
+  bucketCommands(storage, r);
+  ls(storage, r);
+  cp(storage, r);
+  rm(storage, r);
+}
+
+/** `svc storage buckets list|create|delete`. */
+function bucketCommands(storage: Command, r: Registry): void {
   const buckets = storage.command('buckets').description("a project's buckets");
   listOptions(buckets.command('list', { isDefault: true }).description("the project's buckets (the default)").argument('<project>', 'the project id')).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
-      const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(id).storage.listBuckets(pageInput(options)), options, 'buckets'));
-      cli.out.result(page, () => {
-        cli.out.table(['name', 'created_at'], items.map((b) => [b.name, b.created_at]));
-        moreNote(cli, next_cursor, `svc storage buckets list ${id}`);
-      });
+      await printList(cli, options, (c, page) => c.project(id).storage.listBuckets(page), bucketsView(`svc storage buckets list ${id}`));
     }),
   );
   buckets
@@ -129,7 +139,10 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(bucket, () => cli.out.line(`deleted bucket ${bucket.name}`));
       }),
     );
+}
 
+/** `svc storage ls`: a project's buckets, or a bucket's objects and common prefixes. */
+function ls(storage: Command, r: Registry): void {
   listOptions(
     storage
       .command('ls')
@@ -141,11 +154,7 @@ export function register(program: Command, r: Registry): void {
       const remote = parseRemote(location);
       if (!remote) {
         cli.failure.project = projectArg(location);
-        const { items, next_cursor, page } = await cli.withSession((c) => readList(c.project(location).storage.listBuckets(pageInput(options)), options, 'buckets'));
-        cli.out.result(page, () => {
-          cli.out.table(['name', 'created_at'], items.map((b) => [b.name, b.created_at]));
-          moreNote(cli, next_cursor, `svc storage ls ${location}`);
-        });
+        await printList(cli, options, (c, page) => c.project(location).storage.listBuckets(page), bucketsView(`svc storage ls ${location}`));
         return;
       }
       cli.failure.project = remote.project;
@@ -167,7 +176,10 @@ export function register(program: Command, r: Registry): void {
       });
     }),
   );
+}
 
+/** `svc storage cp`: a file to an object or an object to a file, streamed. */
+function cp(storage: Command, r: Registry): void {
   storage
     .command('cp')
     .description('copy a file to an object (cp FILE PROJECT:bucket/key) or an object to a file (cp PROJECT:bucket/key FILE); "-" is stdin or stdout')
@@ -184,7 +196,10 @@ export function register(program: Command, r: Registry): void {
         else await download(cli, from!, destination);
       }),
     );
+}
 
+/** `svc storage rm`: one object. */
+function rm(storage: Command, r: Registry): void {
   storage
     .command('rm')
     .description('remove an object (its row and its bytes)')
