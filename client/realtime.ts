@@ -5,7 +5,7 @@
  * reconnecting, say) end the iteration with an error.
  */
 import { RealtimeOverflowError, SvcError } from './errors.ts';
-import { backoffMs, isNetworkError, sleep, type CallOptions, type Transport } from './http.ts';
+import { backoffMs, isNetworkError, sleep, type Answer, type CallOptions, type Transport } from './http.ts';
 import { sseFrames } from './sse.ts';
 import type { RealtimeEvent } from './types.ts';
 
@@ -62,22 +62,7 @@ async function* events(transport: Transport, projectId: string, channels: readon
     };
     arm();
     try {
-      // A ticket opens one connection only: each attempt asks for a fresh one.
-      const ticket = tickets
-        ? (await transport.json<{ ticket: string }>({ method: 'POST', path: `${base}/tickets`, json: { channels: [...channels] }, auth: 'either' }, { signal: connection.signal }))
-            .ticket
-        : null;
-      const answer = await transport.send(
-        {
-          method: 'GET',
-          path: `${base}/subscribe`,
-          query: ticket ? { channel: [...channels], ticket } : { channel: [...channels] },
-          headers: { accept: 'text/event-stream' },
-          auth: ticket ? 'none' : 'either',
-          streaming: true,
-        },
-        { signal: connection.signal },
-      );
+      const answer = await openStream(transport, base, channels, tickets, connection.signal);
       try {
         const body = answer.response.body;
         if (!body) throw new Error('the subscription answered no stream');
@@ -119,6 +104,27 @@ async function* events(transport: Transport, projectId: string, channels: readon
     options.onReconnect?.({ attempt, delayMs, error: failure });
     await sleep(delayMs, signal);
   }
+}
+
+/**
+ * Opens one subscription stream: with a fresh ticket in the URL when `tickets` (a ticket opens one
+ * connection only), else with the client's key or session.
+ */
+async function openStream(transport: Transport, base: string, channels: readonly string[], tickets: boolean, signal: AbortSignal): Promise<Answer> {
+  const ticket = tickets
+    ? (await transport.json<{ ticket: string }>({ method: 'POST', path: `${base}/tickets`, json: { channels: [...channels] }, auth: 'either' }, { signal })).ticket
+    : null;
+  return transport.send(
+    {
+      method: 'GET',
+      path: `${base}/subscribe`,
+      query: ticket ? { channel: [...channels], ticket } : { channel: [...channels] },
+      headers: { accept: 'text/event-stream' },
+      auth: ticket ? 'none' : 'either',
+      streaming: true,
+    },
+    { signal },
+  );
 }
 
 function isAbortLike(err: unknown): boolean {
