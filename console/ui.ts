@@ -4,7 +4,7 @@
  * dialog, an async-action hook, and formatting.
  */
 import { html } from 'htm/preact';
-import type { ComponentChildren, VNode } from 'preact';
+import { Fragment, type ComponentChildren, type VNode } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { RealtimeOverflowError, SvcError } from '../client/index.ts';
 
@@ -198,12 +198,34 @@ export function usePager<T>(load: (cursor: string | undefined) => Promise<ListPa
   };
 }
 
+/** What `usePager` answers. */
+export type Paged<T> = ReturnType<typeof usePager<T>>;
+
 /** Previous / next buttons of a paged list. */
-export function Pager({ pager }: { pager: ReturnType<typeof usePager<any>> }): VNode | null {
+export function Pager({ pager }: { pager: Paged<any> }): VNode | null {
   if (!pager.hasPrev && !pager.hasNext) return null;
   return html`<div class="row" style=${{ marginTop: '8px' }}>
     <button type="button" disabled=${!pager.hasPrev || pager.action.busy} onClick=${pager.prev} data-test="page-prev">Previous</button>
     <span class="muted" data-test="page-number">page ${pager.page}</span>
     <button type="button" disabled=${!pager.hasNext || pager.action.busy} onClick=${pager.next} data-test="page-next">Next</button>
   </div>`;
+}
+
+/**
+ * A paged list as a table: a line while its first page loads, another when it is empty, the current
+ * page's items (a `row` each under `head`), and the pager's buttons.
+ */
+export function PagedTable<T>(props: { pager: Paged<T>; test: string; head: string[]; row: (item: T) => VNode; loading: string; empty: ComponentChildren }): VNode {
+  const { pager } = props;
+  return html`<${Fragment}>
+    ${pager.action.busy && !pager.items ? html`<${Busy}>${props.loading}<//>` : null}
+    ${pager.items && pager.items.length === 0 ? html`<p class="empty">${props.empty}</p>` : null}
+    ${pager.items && pager.items.length > 0
+      ? html`<table data-test=${props.test}>
+          <thead><tr>${props.head.map((h) => html`<th>${h}</th>`)}</tr></thead>
+          <tbody>${pager.items.map(props.row)}</tbody>
+        </table>`
+      : null}
+    <${Pager} pager=${pager} />
+  <//>`;
 }

@@ -6,7 +6,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import type { IssuedKey, KeyRecord, ProjectClient } from '../../client/index.ts';
-import { Busy, Confirm, CopyButton, ErrorBox, Pager, Time, useAction, usePager } from '../ui.ts';
+import { Confirm, CopyButton, ErrorBox, PagedTable, Time, useAction, usePager } from '../ui.ts';
 
 /** The keys page. */
 export function Keys({ project }: { project: ProjectClient }): VNode {
@@ -27,6 +27,13 @@ export function Keys({ project }: { project: ProjectClient }): VNode {
     await project.keys.revoke(key.key_id);
     await pager.reload();
   });
+  const row = (k: KeyRecord) => html`<tr key=${k.key_id} data-test="key-row">
+    <td class="mono">${k.key_id}</td>
+    <td>${k.label ?? html`<span class="muted">—</span>`}</td>
+    <td><${Time} at=${k.created_at} /></td>
+    <td>${k.revoked_at ? html`<span class="badge revoked">revoked</span> <${Time} at=${k.revoked_at} />` : html`<span class="muted">active</span>`}</td>
+    <td>${k.revoked_at ? null : html`<button class="danger" disabled=${revoke.busy} onClick=${() => setRevoking(k)} data-test="revoke-key">Revoke</button>`}</td>
+  </tr>`;
   return html`<div data-test="page-keys">
     <h1>Project keys</h1>
     <p class="muted">A project key authenticates the data plane (<code>/v2</code>) and realtime subscriptions of this project.</p>
@@ -46,25 +53,7 @@ export function Keys({ project }: { project: ProjectClient }): VNode {
     </div>
     <${ErrorBox} error=${revoke.error} />
     <${ErrorBox} error=${pager.action.error} />
-    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading keys…<//>` : null}
-    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No key yet.</p>` : null}
-    ${pager.items && pager.items.length > 0
-      ? html`<table data-test="keys-table">
-          <thead><tr><th>Key id</th><th>Label</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
-          <tbody>
-            ${pager.items.map(
-              (k) => html`<tr key=${k.key_id} data-test="key-row">
-                <td class="mono">${k.key_id}</td>
-                <td>${k.label ?? html`<span class="muted">—</span>`}</td>
-                <td><${Time} at=${k.created_at} /></td>
-                <td>${k.revoked_at ? html`<span class="badge revoked">revoked</span> <${Time} at=${k.revoked_at} />` : html`<span class="muted">active</span>`}</td>
-                <td>${k.revoked_at ? null : html`<button class="danger" disabled=${revoke.busy} onClick=${() => setRevoking(k)} data-test="revoke-key">Revoke</button>`}</td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`
-      : null}
-    <${Pager} pager=${pager} />
+    <${PagedTable} pager=${pager} test="keys-table" head=${['Key id', 'Label', 'Created', 'Revoked', '']} row=${row} loading="Loading keys…" empty="No key yet." />
     ${revoking
       ? html`<${Confirm} title="Revoke this key?" confirmLabel="Revoke" onConfirm=${() => revoke.run(revoking)} onCancel=${() => setRevoking(null)}>
           <p>Key <code>${revoking.key_id}</code>${revoking.label ? ` (${revoking.label})` : ''} stops working at once: the very next request with it is refused. This cannot be undone.</p>

@@ -2,9 +2,9 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import type { SvcClient } from '../../client/index.ts';
+import type { Project, SvcClient } from '../../client/index.ts';
 import { hrefOf, navigate } from '../router.ts';
-import { Busy, ErrorBox, Pager, StateBadge, Time, useAction, usePager } from '../ui.ts';
+import { ErrorBox, PagedTable, StateBadge, Time, useAction, usePager } from '../ui.ts';
 
 /** The projects page. */
 export function Projects({ client }: { client: SvcClient }): VNode {
@@ -18,6 +18,12 @@ export function Projects({ client }: { client: SvcClient }): VNode {
     setName('');
     navigate({ page: 'project', id: project.id, tab: 'overview' });
   });
+  const row = (p: Project) => html`<tr key=${p.id}>
+    <td><a href=${hrefOf({ page: 'project', id: p.id, tab: 'overview' })} data-test="project-link">${p.name}</a></td>
+    <td class="mono">${p.id}</td>
+    <td><${StateBadge} state=${p.state} /></td>
+    <td><${Time} at=${p.created_at} /></td>
+  </tr>`;
   return html`<div data-test="page-projects">
     <h1>Projects</h1>
     <div class="panel">
@@ -29,23 +35,6 @@ export function Projects({ client }: { client: SvcClient }): VNode {
       <${ErrorBox} error=${create.error} />
     </div>
     <${ErrorBox} error=${pager.action.error} />
-    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading projects…<//>` : null}
-    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No project yet: create your first one above.</p>` : null}
-    ${pager.items && pager.items.length > 0
-      ? html`<table data-test="projects-table">
-          <thead><tr><th>Name</th><th>Id</th><th>State</th><th>Created</th></tr></thead>
-          <tbody>
-            ${pager.items.map(
-              (p) => html`<tr key=${p.id}>
-                <td><a href=${hrefOf({ page: 'project', id: p.id, tab: 'overview' })} data-test="project-link">${p.name}</a></td>
-                <td class="mono">${p.id}</td>
-                <td><${StateBadge} state=${p.state} /></td>
-                <td><${Time} at=${p.created_at} /></td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`
-      : null}
-    <${Pager} pager=${pager} />
+    <${PagedTable} pager=${pager} test="projects-table" head=${['Name', 'Id', 'State', 'Created']} row=${row} loading="Loading projects…" empty="No project yet: create your first one above." />
   </div>`;
 }

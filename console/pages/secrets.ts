@@ -6,7 +6,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import type { ProjectClient, SecretMetadata } from '../../client/index.ts';
-import { Busy, Confirm, ErrorBox, Pager, Time, useAction, usePager } from '../ui.ts';
+import { Confirm, ErrorBox, PagedTable, Time, useAction, usePager } from '../ui.ts';
 
 /** The secrets page. */
 export function Secrets({ project }: { project: ProjectClient }): VNode {
@@ -30,6 +30,13 @@ export function Secrets({ project }: { project: ProjectClient }): VNode {
     await project.secrets.delete(s.name);
     await pager.reload();
   });
+  const row = (s: SecretMetadata) => html`<tr key=${s.name} data-test="secret-row">
+    <td class="mono" data-test="secret-name">${s.name}</td>
+    <td class="num">${s.version}</td>
+    <td class="muted">hidden</td>
+    <td><${Time} at=${s.updated_at} /></td>
+    <td><button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(s)} data-test="delete-secret">Delete</button></td>
+  </tr>`;
   return html`<div data-test="page-secrets">
     <h1>Function secrets</h1>
     <p class="muted">Injected as <code>NAME=value</code> into every later function invocation of the project. Values are encrypted at rest and never shown again.</p>
@@ -44,25 +51,7 @@ export function Secrets({ project }: { project: ProjectClient }): VNode {
     </div>
     <${ErrorBox} error=${remove.error} />
     <${ErrorBox} error=${pager.action.error} />
-    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading secrets…<//>` : null}
-    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No secret yet.</p>` : null}
-    ${pager.items && pager.items.length > 0
-      ? html`<table data-test="secrets-table">
-          <thead><tr><th>Name</th><th>Version</th><th>Value</th><th>Updated</th><th></th></tr></thead>
-          <tbody>
-            ${pager.items.map(
-              (s) => html`<tr key=${s.name} data-test="secret-row">
-                <td class="mono" data-test="secret-name">${s.name}</td>
-                <td class="num">${s.version}</td>
-                <td class="muted">hidden</td>
-                <td><${Time} at=${s.updated_at} /></td>
-                <td><button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(s)} data-test="delete-secret">Delete</button></td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`
-      : null}
-    <${Pager} pager=${pager} />
+    <${PagedTable} pager=${pager} test="secrets-table" head=${['Name', 'Version', 'Value', 'Updated', '']} row=${row} loading="Loading secrets…" empty="No secret yet." />
     ${deleting
       ? html`<${Confirm} title="Delete this secret?" confirmLabel="Delete" onConfirm=${() => remove.run(deleting)} onCancel=${() => setDeleting(null)}>
           <p>Later invocations no longer see <code>${deleting.name}</code>.</p>

@@ -7,7 +7,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import type { Project, ProjectClient, Restored, Snapshot } from '../../client/index.ts';
-import { Busy, Confirm, ErrorBox, Pager, Time, formatBytes, useAction, usePager } from '../ui.ts';
+import { Busy, Confirm, ErrorBox, PagedTable, Time, formatBytes, useAction, usePager } from '../ui.ts';
 
 /** The snapshots page. */
 export function Snapshots({ project, record, onChanged }: { project: ProjectClient; record: Project; onChanged: (p: Project) => void }): VNode {
@@ -31,6 +31,14 @@ export function Snapshots({ project, record, onChanged }: { project: ProjectClie
     onChanged(await project.get());
   });
   const running = record.state === 'running';
+  const row = (s: Snapshot) => html`<tr key=${s.id} data-test="snapshot-row">
+    <td class="mono" data-test="snapshot-id">${s.id}</td>
+    <td>${s.label ?? html`<span class="muted">—</span>`}</td>
+    <td><${Time} at=${s.created_at} /></td>
+    <td class="num">${formatBytes(s.backup.total_bytes)}</td>
+    <td class="num">${s.lineage.visible_csn}</td>
+    <td><button class="danger" disabled=${restore.busy} onClick=${() => setRestoring(s)} data-test="restore-snapshot">Restore</button></td>
+  </tr>`;
   return html`<div data-test="page-snapshots">
     <h1>Snapshots</h1>
     <p class="muted">A snapshot is a verified backup of the data directory, taken while the engine sleeps. Restoring replaces the directory and keeps the previous one aside.</p>
@@ -53,26 +61,7 @@ export function Snapshots({ project, record, onChanged }: { project: ProjectClie
       ? html`<div class="notice" data-test="restored">Restored snapshot <code>${restored.snapshot_id}</code> at <${Time} at=${restored.restored_at} />; the previous directory is kept at <code>${restored.replaced_dir}</code>. The project is ${restored.state}.</div>`
       : null}
     <${ErrorBox} error=${pager.action.error} />
-    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading snapshots…<//>` : null}
-    ${pager.items && pager.items.length === 0 ? html`<p class="empty">No snapshot yet.</p>` : null}
-    ${pager.items && pager.items.length > 0
-      ? html`<table data-test="snapshots-table">
-          <thead><tr><th>Id</th><th>Label</th><th>Created</th><th>Size</th><th>Commits</th><th></th></tr></thead>
-          <tbody>
-            ${pager.items.map(
-              (s) => html`<tr key=${s.id} data-test="snapshot-row">
-                <td class="mono" data-test="snapshot-id">${s.id}</td>
-                <td>${s.label ?? html`<span class="muted">—</span>`}</td>
-                <td><${Time} at=${s.created_at} /></td>
-                <td class="num">${formatBytes(s.backup.total_bytes)}</td>
-                <td class="num">${s.lineage.visible_csn}</td>
-                <td><button class="danger" disabled=${restore.busy} onClick=${() => setRestoring(s)} data-test="restore-snapshot">Restore</button></td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`
-      : null}
-    <${Pager} pager=${pager} />
+    <${PagedTable} pager=${pager} test="snapshots-table" head=${['Id', 'Label', 'Created', 'Size', 'Commits', '']} row=${row} loading="Loading snapshots…" empty="No snapshot yet." />
     ${restoring
       ? html`<${Confirm} title="Restore this snapshot?" confirmLabel="Restore" onConfirm=${() => restore.run(restoring)} onCancel=${() => setRestoring(null)}>
           <p>The data directory is replaced by the state of <code>${restoring.id}</code>${restoring.label ? ` (${restoring.label})` : ''}, taken <${Time} at=${restoring.created_at} />.</p>

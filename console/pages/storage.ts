@@ -9,7 +9,7 @@ import type { VNode } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { SvcError, type ObjectRow, type ProjectClient } from '../../client/index.ts';
 import type { ConsoleSession } from '../session.ts';
-import { Busy, Confirm, ErrorBox, Pager, Progress, Time, formatBytes, useAction, useLoad, usePager } from '../ui.ts';
+import { Confirm, ErrorBox, PagedTable, Progress, Time, formatBytes, useAction, useLoad, usePager } from '../ui.ts';
 
 /** The storage page. */
 export function Storage({ project, session }: { project: ProjectClient; session: ConsoleSession }): VNode {
@@ -64,10 +64,7 @@ function Objects({ project, bucket, session }: { project: ProjectClient; bucket:
     const contentType = chosen.type || 'application/octet-stream';
     setTransfer({ label: `Uploading ${key}`, loaded: 0, total: chosen.size });
     try {
-      const ticket = await project.storage.uploadTicket({ bucket, key, content_type: contentType });
-      await putWithProgress(ticket.upload_url, chosen, { ...ticket.headers, 'content-type': contentType, authorization: `Bearer ${session.token}` }, (loaded) =>
-        setTransfer({ label: `Uploading ${key}`, loaded, total: chosen.size }),
-      );
+      await uploadFile(project, session, { bucket, key, contentType }, chosen, (loaded) => setTransfer({ label: `Uploading ${key}`, loaded, total: chosen.size }));
     } finally {
       setTransfer(null);
     }
@@ -80,26 +77,10 @@ function Objects({ project, bucket, session }: { project: ProjectClient; bucket:
     setDownloaded(null);
     setTransfer({ label: `Downloading ${row.key}`, loaded: 0, total: row.size });
     try {
-      const answer = await project.storage.download(bucket, row.key);
-      const chunks: Uint8Array<ArrayBuffer>[] = [];
-      let loaded = 0;
-      const reader = answer.body!.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        chunks.push(value as Uint8Array<ArrayBuffer>);
-        loaded += value.byteLength;
-        setTransfer({ label: `Downloading ${row.key}`, loaded, total: answer.size ?? row.size });
-      }
-      const blob = new Blob(chunks, { type: answer.contentType ?? row.content_type });
+      const blob = await downloadObject(project, bucket, row, (loaded, total) => setTransfer({ label: `Downloading ${row.key}`, loaded, total }));
       const sha256 = hex(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer()));
       setDownloaded({ key: row.key, size: blob.size, sha256, matches: row.backend === 'fs' ? sha256 === row.etag : null });
-      const url = URL.createObjectURL(blob);
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = row.key.split('/').pop() || 'download';
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      save(blob, row.key.split('/').pop() || 'download');
     } finally {
       setTransfer(null);
     }
@@ -111,6 +92,17 @@ function Objects({ project, bucket, session }: { project: ProjectClient; bucket:
     await pager.reload();
   });
 
+  const row = (o: ObjectRow) => html`<tr key=${o.id} data-test="object-row">
+    <td class="mono" data-test="object-key">${o.key}</td>
+    <td class="num">${formatBytes(o.size)}</td>
+    <td class="mono">${o.content_type}</td>
+    <td>${o.state}</td>
+    <td><${Time} at=${o.updated_at} /></td>
+    <td><div class="row">
+      <button disabled=${o.state !== 'stored' || download.busy} onClick=${() => download.run(o)} data-test="download">Download</button>
+      <button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(o)} data-test="delete-object">Delete</button>
+    </div></td>
+  </tr>`;
   return html`<div data-test="objects">
     <div class="panel">
       <h2 style=${{ marginTop: 0 }}>Upload to ${bucket}</h2>
@@ -123,43 +115,62 @@ function Objects({ project, bucket, session }: { project: ProjectClient; bucket:
       <${ErrorBox} error=${upload.error} />
       <${ErrorBox} error=${download.error} />
       <${ErrorBox} error=${remove.error} />
-      ${downloaded
-        ? html`<div class="notice" data-test="downloaded">
-            Downloaded <code>${downloaded.key}</code>: ${formatBytes(downloaded.size)}, SHA-256 <code data-test="downloaded-sha256">${downloaded.sha256}</code>
-            ${downloaded.matches === null ? null : downloaded.matches ? html` — matches the stored checksum` : html` — <strong>differs from the stored checksum</strong>`}
-          </div>`
-        : null}
+      ${downloaded ? html`<${DownloadedNotice} ...${downloaded} />` : null}
     </div>
     <${ErrorBox} error=${pager.action.error} />
-    ${pager.action.busy && !pager.items ? html`<${Busy}>Loading objects…<//>` : null}
-    ${pager.items && pager.items.length === 0 ? html`<p class="empty">This bucket is empty.</p>` : null}
-    ${pager.items && pager.items.length > 0
-      ? html`<table data-test="objects-table">
-          <thead><tr><th>Key</th><th>Size</th><th>Type</th><th>State</th><th>Updated</th><th></th></tr></thead>
-          <tbody>
-            ${pager.items.map(
-              (o) => html`<tr key=${o.id} data-test="object-row">
-                <td class="mono" data-test="object-key">${o.key}</td>
-                <td class="num">${formatBytes(o.size)}</td>
-                <td class="mono">${o.content_type}</td>
-                <td>${o.state}</td>
-                <td><${Time} at=${o.updated_at} /></td>
-                <td><div class="row">
-                  <button disabled=${o.state !== 'stored' || download.busy} onClick=${() => download.run(o)} data-test="download">Download</button>
-                  <button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(o)} data-test="delete-object">Delete</button>
-                </div></td>
-              </tr>`,
-            )}
-          </tbody>
-        </table>`
-      : null}
-    <${Pager} pager=${pager} />
+    <${PagedTable} pager=${pager} test="objects-table" head=${['Key', 'Size', 'Type', 'State', 'Updated', '']} row=${row} loading="Loading objects…" empty="This bucket is empty." />
     ${deleting
       ? html`<${Confirm} title="Delete this object?" confirmLabel="Delete" onConfirm=${() => remove.run(deleting)} onCancel=${() => setDeleting(null)}>
           <p><code>${bucket}/${deleting.key}</code> (${formatBytes(deleting.size)}) and its bytes are removed. This cannot be undone.</p>
         <//>`
       : null}
   </div>`;
+}
+
+/** What a finished download showed: its size and SHA-256, and whether that is the stored checksum (fs only). */
+function DownloadedNotice(d: { key: string; size: number; sha256: string; matches: boolean | null }): VNode {
+  return html`<div class="notice" data-test="downloaded">
+    Downloaded <code>${d.key}</code>: ${formatBytes(d.size)}, SHA-256 <code data-test="downloaded-sha256">${d.sha256}</code>
+    ${d.matches === null ? null : d.matches ? html` — matches the stored checksum` : html` — <strong>differs from the stored checksum</strong>`}
+  </div>`;
+}
+
+/** Sends a file with an upload ticket, reporting bytes sent. */
+async function uploadFile(
+  project: ProjectClient,
+  session: ConsoleSession,
+  target: { bucket: string; key: string; contentType: string },
+  file: Blob,
+  onProgress: (loaded: number) => void,
+): Promise<void> {
+  const ticket = await project.storage.uploadTicket({ bucket: target.bucket, key: target.key, content_type: target.contentType });
+  await putWithProgress(ticket.upload_url, file, { ...ticket.headers, 'content-type': target.contentType, authorization: `Bearer ${session.token}` }, onProgress);
+}
+
+/** An object's bytes read whole into a Blob, reporting bytes read. */
+async function downloadObject(project: ProjectClient, bucket: string, row: ObjectRow, onProgress: (loaded: number, total: number) => void): Promise<Blob> {
+  const answer = await project.storage.download(bucket, row.key);
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let loaded = 0;
+  const reader = answer.body!.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value as Uint8Array<ArrayBuffer>);
+    loaded += value.byteLength;
+    onProgress(loaded, answer.size ?? row.size);
+  }
+  return new Blob(chunks, { type: answer.contentType ?? row.content_type });
+}
+
+/** Hands a Blob to the browser as a download named `name`. */
+function save(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 /** PUTs `body` to `path` on this origin, reporting bytes sent; an error answer becomes a SvcError. */
