@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Settings } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/client.ts';
 import { getAgent, heartbeatAgent, registerAgent } from '../shared/db/agents.ts';
@@ -29,11 +29,11 @@ import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
 import * as blobRoutes from './routes/blobs.ts';
+import { createFsBlobStore } from './blobs/fs-store.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
 import * as functionRoutes from './routes/functions.ts';
-import { fsStoreOf } from './routes/blobs.ts';
 import { moduleBlobStore } from './functions/modules.ts';
 import { FunctionRuntime } from './functions/runtime.ts';
 import { sweepLeftovers } from './sweep.ts';
@@ -93,6 +93,9 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     coalesceMs: settings.SVCD_REALTIME_COALESCE_MS,
     log,
   });
+  // Object and module bytes of the `fs` backend (docs/storage.md), one store for the agent's life.
+  const blobs = createFsBlobStore(join(root, 'blobs'));
+  const moduleBlobs = moduleBlobStore(settings, () => blobs);
   // Project functions (docs/functions.md); their module bytes go to the deployment's blob store.
   const functions = new FunctionRuntime({
     settings,
@@ -100,7 +103,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId,
     root,
     secrets,
-    blobs: () => moduleBlobStore(settings, () => fsStoreOf(ctx)),
+    blobs: () => moduleBlobs,
     log,
     now,
     onInvocation: (outcome, seconds) => observeFunctionInvocation(ctx.metrics, outcome, seconds),
@@ -143,6 +146,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
       keyCache: () => ctx.keyCache.stats,
       realtime: () => realtime.stats(),
     }),
+    blobs,
   };
   // The supervisor repairs, adopts and reconciles before any listener opens.
   const started = now();

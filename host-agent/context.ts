@@ -1,4 +1,5 @@
 /** What the internal routes of the host agent receive: settings, metadata, identity and its services, never written after start. */
+import type { FsBlobStore } from './blobs/fs-store.ts';
 import type { Settings } from '../shared/config.ts';
 import type { Log } from '../shared/log.ts';
 import type { Db } from '../shared/db/client.ts';
@@ -33,4 +34,6 @@ export interface AgentContext {
   readonly functions: FunctionRuntime;
   /** The agent's Prometheus metrics (host-agent/metrics.ts; docs/observability.md "Metrics"). */
   readonly metrics: AgentMetrics;
+  /** The `fs` blob store under `<SVCD_ROOT>/blobs` (host-agent/blobs/fs-store.ts; docs/storage.md), opened once at start. */
+  readonly blobs: FsBlobStore;
 }

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { blobName } from '../../shared/blobs/names.ts';
 import { ServiceError } from '../../shared/errors.ts';
 import { tempDir } from '../../test/helpers/env.ts';
-import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from './fs-store.ts';
+import { createFsBlobStore, RangeNotSatisfiableError, sweepBlobTempFiles, type FsBlobStore } from './fs-store.ts';
 
 const PRJ = 'prj_0123456789abcdef';
 
@@ -235,11 +235,12 @@ describe('fs blob store', () => {
     expect(readdirSync(tmp.dir)).toEqual(['blobs']);
   });
 
-  it('sweeps temp files a crashed write left behind when the store opens', async () => {
+  it('sweeps temp files a crashed write left behind, naming them', async () => {
     const tmpDir = join(tmp.dir, 'blobs', '.tmp');
     mkdirSync(tmpDir, { recursive: true });
     writeFileSync(join(tmpDir, `${name}.deadbeef`), 'half a blob');
     createFsBlobStore(join(tmp.dir, 'blobs'));
+    expect(sweepBlobTempFiles(join(tmp.dir, 'blobs'))).toEqual([`${name}.deadbeef`]);
     expect(readdirSync(tmpDir)).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@
  * - Writes stream into a temp file under `blobs/.tmp/` while the SHA-256 (the etag) is computed,
  *   then fsync, rename into place and fsync the directory: a blob is either complete and durable or
  *   absent (./fs-write.ts). The temp file is removed on any failure; temp files left by a crash are
- *   swept when the store opens.
+ *   swept at the agent's start, before any write (`sweepBlobTempFiles`, host-agent/sweep.ts).
  * - Blobs are never rewritten (each write has a fresh name); a read holds its file open, so a blob
  *   deleted after a catalog flip still finishes streaming to a reader that already had it (./fs-read.ts).
  */
@@ -39,7 +39,7 @@ export interface FsBlobStore {
 
 /**
  * Removes the temp files under `<root>/.tmp` and answers their names. Only while no write is in
- * flight (agent start, store opening): anything there is then the remains of a crashed write.
+ * flight (the agent's start): anything there is then the remains of a crashed write.
  */
 export function sweepBlobTempFiles(root: string): string[] {
   const tmpDir = join(root, '.tmp');
@@ -53,11 +53,13 @@ export function sweepBlobTempFiles(root: string): string[] {
   return names;
 }
 
-/** Opens the store under `root` (created when missing), sweeping temp files a crash left behind. */
+/**
+ * Opens the store under `root` (created when missing). Built once per agent (the agent context's
+ * `blobs`); the temp files a crash left behind are the start's sweep to remove, which names them.
+ */
 export function createFsBlobStore(root: string): FsBlobStore {
   const tmpDir = join(root, '.tmp');
   mkdirSync(tmpDir, { recursive: true });
-  sweepBlobTempFiles(root);
 
   function pathOf(project: string, name: string): string {
     if (!ID_PATTERNS.prj.test(project)) throw errors.invalid('project: must match ^prj_[0-9a-f]{16}$');

@@ -9,50 +9,27 @@
  * `:project` and `:name` are checked against their fixed patterns by the store before any file is
  * touched; object keys never reach the agent.
  */
-import { join } from 'node:path';
 import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
 import { nodeWrittenResponse } from '../../shared/http/node-http.ts';
-import { createFsBlobStore, RangeNotSatisfiableError, type FsBlobStore } from '../blobs/fs-store.ts';
-import type { AgentContext } from '../context.ts';
+import { RangeNotSatisfiableError } from '../blobs/fs-store.ts';
 import { json } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
-
-const stores = new WeakMap<AgentContext, FsBlobStore>();
-
-/** The agent's fs store under `<SVCD_ROOT>/blobs`, opened on first use. */
-export function fsStoreOf(ctx: AgentContext): FsBlobStore {
-  let store = stores.get(ctx);
-  if (!store) {
-    store = createFsBlobStore(join(ctx.root, 'blobs'));
-    stores.set(ctx, store);
-  }
-  return store;
-}
-
-function intHeader(request: Request, name: string, required: boolean): number | null {
-  const raw = request.headers.get(name);
-  if (raw === null) {
-    if (required) throw errors.invalid(`${name}: is required`);
-    return null;
-  }
-  if (!/^\d{1,15}$/.test(raw)) throw errors.invalid(`${name}: must be a non-negative integer`);
-  return Number(raw);
-}
+import { intHeader, requiredIntHeader } from './headers.ts';
 
 /** Registers the blob routes. */
 export function register(router: InternalRouter): void {
   router.put('/internal/v1/blobs/:project/:name', async (request, ctx) => {
-    const maxBytes = intHeader(request, INTERNAL_BLOB_HEADERS.maxBytes, true)!;
-    const length = intHeader(request, INTERNAL_BLOB_HEADERS.length, false);
+    const maxBytes = requiredIntHeader(request.headers, INTERNAL_BLOB_HEADERS.maxBytes);
+    const length = intHeader(request.headers, INTERNAL_BLOB_HEADERS.length);
     const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
     try {
       // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are the
       // parser's own, which nothing else reads once handed over: the store may release each once
       // it has copied it.
-      const written = await fsStoreOf(ctx).put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
+      const written = await ctx.blobs.put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
       ctx.metrics.blobWritten(written.size);
       return json(written, 201);
     } catch (err) {
@@ -77,7 +54,7 @@ export function register(router: InternalRouter): void {
     }
     let read;
     try {
-      read = await fsStoreOf(ctx).open(
+      read = await ctx.blobs.open(
         request.params.project!,
         request.params.name!,
         wanted ? (size) => (wanted.start <= wanted.end && wanted.end < size ? wanted : null) : undefined,
@@ -111,7 +88,7 @@ export function register(router: InternalRouter): void {
   });
 
   router.delete('/internal/v1/blobs/:project/:name', async (request, ctx) => {
-    const deleted = await fsStoreOf(ctx).delete(request.params.project!, request.params.name!);
+    const deleted = await ctx.blobs.delete(request.params.project!, request.params.name!);
     return json({ deleted });
   });
 }

@@ -42,6 +42,7 @@ import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { cloudOriginSchema } from '../../shared/schemas/secrets.ts';
 import type { AgentContext } from '../context.ts';
 import type { InternalRouter } from '../internal-api.ts';
+import { intHeader } from './headers.ts';
 
 type Routed = Request & { params: Record<string, string> };
 
@@ -57,13 +58,6 @@ function header(headers: Headers, name: string): string {
   const value = headers.get(name);
   if (value === null) throw errors.invalid(`${name}: is required`);
   return value;
-}
-
-function intHeader(headers: Headers, name: string): number | null {
-  const raw = headers.get(name);
-  if (raw === null) return null;
-  if (!/^\d{1,15}$/.test(raw)) throw errors.invalid(`${name}: must be a non-negative integer`);
-  return Number(raw);
 }
 
 /** Registers the fetch-style function routes. */

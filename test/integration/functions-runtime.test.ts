@@ -24,7 +24,6 @@ import { startAgent, type Agent } from '../../host-agent/agent.ts';
 import { packagedWorkerd } from '../../host-agent/functions/launch.ts';
 import { runtimeMemoryMb } from '../../host-agent/functions/runtime.ts';
 import { RUNTIME_UID_BASE, uidOf } from '../../host-agent/functions/sandbox.ts';
-import { fsStoreOf } from '../../host-agent/routes/blobs.ts';
 import { allVersions, deleteHead, getFunction, putVersion } from '../../shared/db/functions.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { REPO } from '../helpers/env.ts';
@@ -663,7 +662,7 @@ describe('lifecycle of the project and the agent', () => {
     expect(await deleteHead(svc.db, head, { actor: 'acct_0000000000000000', requestId: 'req_0', at: new Date().toISOString() })).toBe(true);
     const left = await allVersions(svc.db, p, 'gone', head.generation);
     expect(left).toHaveLength(2);
-    const store = fsStoreOf(svc.agent.ctx);
+    const store = svc.agent.ctx.blobs;
     for (const v of left) expect(existsSync(store.pathOf(p, v.blob))).toBe(true);
     // Deployed again meanwhile: a new generation, the leftovers never listed.
     expect((await fns.deploy(token, p, 'gone', MODULES.hello)).status).toBe(201);
