@@ -5,6 +5,7 @@
  * should); the agent's error envelopes come back as the same
  * ServiceError, so a handler can simply let them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants are never moved.
  */
+import { neverConnected } from './http/failures.ts';
 import { issueInternalToken } from './auth.ts';
 import { ServiceError, errors, isErrorCode } from './errors.ts';
 
@@ -94,15 +95,6 @@ export function createAgentClient(internalSecret: string, fetchImpl: typeof fetc
     },
     fetch: send,
   };
-}
-
-/** Connection failures that mean the request never reached the agent (Node's fetch names them). */
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/** Whether a failed fetch never reached the agent (refused, unresolved, unroutable). */
-function neverConnected(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
-  return typeof cause?.code === 'string' && NEVER_CONNECTED.has(cause.code);
 }
 
 async function toServiceError(response: Response, agent: AgentTarget): Promise<ServiceError> {

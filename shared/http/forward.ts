@@ -6,9 +6,9 @@
  * Used by the `/v2` listener and by the local stack's front proxy.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { answerKeepingConnection } from './answer-keeping.ts';
 import type { Readable } from 'node:stream';
-import { buildConnector, type Dispatcher } from 'undici';
+import type { buildConnector, Dispatcher } from 'undici';
 import { connectionTokens, isHopByHop } from './hop-by-hop.ts';
 import { closeAfterAnswer, reasonPhrase } from './node-http.ts';
 
@@ -89,21 +89,16 @@ function answerHeaders(headers: IncomingHttpHeaders, extra: readonly string[] | 
  */
 export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerResponse, f: ForwardRequest): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | null = null;
-    let started = false;
-    let held: Buffer | null = null;
-    /** Bytes of the answer still to come when its length is declared, else -1. */
-    let remaining = -1;
-    let gone = false;
+    const state: Relayed = { controller: null, started: false, held: null, remaining: -1, gone: false };
     const stop = () => {
-      gone = true;
-      controller?.abort(new Error(CLIENT_GONE));
+      state.gone = true;
+      state.controller?.abort(new Error(CLIENT_GONE));
     };
     const onClose = () => {
       if (!res.writableFinished) stop();
     };
-    const onDrain = () => controller?.resume();
-    const onAbort = () => controller?.abort(new Error('the forwarded request was aborted'));
+    const onDrain = () => state.controller?.resume();
+    const onAbort = () => state.controller?.abort(new Error('the forwarded request was aborted'));
     const cleanup = () => {
       res.off('close', onClose);
       res.off('drain', onDrain);
@@ -114,114 +109,96 @@ export function forward(upstream: Dispatcher, req: IncomingMessage, res: ServerR
     res.on('close', onClose);
     res.on('drain', onDrain);
     req.on('error', stop);
-    upstream.dispatch(
-      { method: f.method, path: f.path, headers: f.headers, body: f.body as never, reset: f.reset },
-      {
-        onRequestStart(c) {
-          controller = c;
-          if (gone) c.abort(new Error(CLIENT_GONE));
-          else if (f.signal?.aborted) onAbort();
-        },
-        onResponseStart(_c, statusCode, headers, statusMessage) {
-          if (res.headersSent) {
-            // Answered meanwhile by the listener itself (a malformed rest of the request).
-            stop();
-            return;
-          }
-          // An answer before the whole body arrived (a refusal): the rest of the body may never be
-          // read, so the client's connection is closed after it (shared/http/node-http.ts).
-          if (!req.complete) closeAfterAnswer(req, res);
-          const flat = answerHeaders(headers, f.extraResponseHeaders);
-          // The upstream's reason phrase too, empty or not: a relay changes no part of the status line.
-          res.writeHead(statusCode, reasonPhrase(statusMessage), f.answerHeaders ? f.answerHeaders(statusCode, flat) : flat);
-          started = true;
-          const length = headers['content-length'];
-          if (typeof length === 'string' && /^\d{1,15}$/.test(length)) remaining = Number(length);
-        },
-        onResponseData(c, chunk) {
-          if (remaining >= 0) {
-            remaining -= chunk.byteLength;
-            if (remaining === 0) {
-              held = chunk;
-              return;
-            }
-          }
-          if (!res.write(chunk)) c.pause();
-        },
-        onResponseEnd() {
-          cleanup();
-          if (held !== null) res.end(held);
-          else res.end();
-          held = null;
-          resolve();
-        },
-        onResponseError(_c, err) {
-          cleanup();
-          held = null;
-          if (!started) {
-            reject(new UpstreamError(err));
-            return;
-          }
-          res.destroy();
-          resolve();
-        },
-      },
-    );
+    const done = { resolve, reject, cleanup, stop, onAbort };
+    upstream.dispatch({ method: f.method, path: f.path, headers: f.headers, body: f.body as never, reset: f.reset }, relayHandler(req, res, f, state, done));
   });
 }
 
-/** Write errors that mean the peer reset the connection: what it sent before is still readable. */
-const PEER_GONE = new Set(['EPIPE', 'ECONNRESET']);
-
-/** How long a connection whose write failed is kept for its read side to report, at most. */
-const HELD_MS = 30_000;
-
-/**
- * undici's connector (connect timeout `timeoutMs`) whose connections keep reading after a write
- * failed because the peer reset the connection. A server that answers before reading the whole
- * body and then closes (workerd always does; the 413 of a `/v2` listener or an engine) resets a
- * connection we are still writing to, but its answer has arrived first; node's socket would
- * destroy itself on the write error and throw that answer away unread, and the request would fail
- * as if the server had not answered (docs/dataplane.md "Refused bodies"). Here the failed write
- * simply never completes: nothing more is written, undici reads the answer and finishes the
- * request with it (then drops the connection, as it was still writing), or fails it when the read
- * side ends without one.
- */
-export function keepAnswersConnect(timeoutMs: number, socketPath?: string): buildConnector.connector {
-  const base = buildConnector(socketPath === undefined ? { timeout: timeoutMs } : { timeout: timeoutMs, socketPath });
-  return (options, callback) =>
-    base(options, (err, socket) => {
-      if (socket) keepReadingAfterWriteFailure(socket as Socket);
-      callback(err as never, socket as never);
-    });
+/** Where a forwarded request's answer stands. */
+interface Relayed {
+  controller: Dispatcher.DispatchController | null;
+  /** The head has been written to the client. */
+  started: boolean;
+  /** The chunk that completes an answer of declared length, written with the end. */
+  held: Buffer | null;
+  /** Bytes of the answer still to come when its length is declared, else -1. */
+  remaining: number;
+  /** The client went away. */
+  gone: boolean;
 }
 
-/** Intercepts `socket`'s write completions (one write is in flight at a time: no allocation per write). */
-function keepReadingAfterWriteFailure(socket: Socket): void {
-  const write = socket._write;
-  const writev = socket._writev;
-  let pending: ((err?: Error | null) => void) | null = null;
-  const settled = (err?: Error | null) => {
-    const cb = pending!;
-    pending = null;
-    if (err && PEER_GONE.has((err as NodeJS.ErrnoException).code ?? '')) {
-      // Left pending: the writer waits for a drain that never comes. The read side reports what
-      // the peer sent and how it ended; the socket goes then, or after HELD_MS at the latest.
-      const timer = setTimeout(() => socket.destroy(err), HELD_MS);
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
-      return;
-    }
-    cb(err);
+/** undici's dispatch handler that writes the upstream's answer into `res` (see `forward`). */
+function relayHandler(
+  req: IncomingMessage,
+  res: ServerResponse,
+  f: ForwardRequest,
+  state: Relayed,
+  done: { resolve: () => void; reject: (err: unknown) => void; cleanup: () => void; stop: () => void; onAbort: () => void },
+): Dispatcher.DispatchHandler {
+  return {
+    onRequestStart(c) {
+      state.controller = c;
+      if (state.gone) c.abort(new Error(CLIENT_GONE));
+      else if (f.signal?.aborted) done.onAbort();
+    },
+    onResponseStart(_c, statusCode, headers, statusMessage) {
+      if (res.headersSent) {
+        // Answered meanwhile by the listener itself (a malformed rest of the request).
+        done.stop();
+        return;
+      }
+      // An answer before the whole body arrived (a refusal): the rest of the body may never be
+      // read, so the client's connection is closed after it (shared/http/node-http.ts).
+      if (!req.complete) closeAfterAnswer(req, res);
+      const flat = answerHeaders(headers, f.extraResponseHeaders);
+      // The upstream's reason phrase too, empty or not: a relay changes no part of the status line.
+      res.writeHead(statusCode, reasonPhrase(statusMessage), f.answerHeaders ? f.answerHeaders(statusCode, flat) : flat);
+      state.started = true;
+      const length = headers['content-length'];
+      if (typeof length === 'string' && /^\d{1,15}$/.test(length)) state.remaining = Number(length);
+    },
+    onResponseData(c, chunk) {
+      if (state.remaining >= 0) {
+        state.remaining -= chunk.byteLength;
+        if (state.remaining === 0) {
+          state.held = chunk;
+          return;
+        }
+      }
+      if (!res.write(chunk)) c.pause();
+    },
+    onResponseEnd() {
+      done.cleanup();
+      if (state.held !== null) res.end(state.held);
+      else res.end();
+      state.held = null;
+      done.resolve();
+    },
+    onResponseError(_c, err) {
+      done.cleanup();
+      state.held = null;
+      if (!state.started) return done.reject(new UpstreamError(err));
+      res.destroy();
+      done.resolve();
+    },
   };
-  socket._write = function (this: Socket, chunk, encoding, cb) {
-    pending = cb;
-    write.call(this, chunk, encoding, settled);
+}
+
+/**
+ * undici's connector (connect timeout `timeoutMs`, to `socketPath` when given) whose connections
+ * keep reading after a write failed because the peer reset the connection. A server that answers
+ * before reading the whole body and then closes (workerd always does; the 413 of a `/v2` listener
+ * or an engine) resets a connection we are still writing to, but its answer has arrived first;
+ * node's socket would destroy itself on the write error and throw that answer away unread, and the
+ * request would fail as if the server had not answered (docs/dataplane.md "Refused bodies"). Here
+ * the failed write simply never completes: nothing more is written, undici reads the answer and
+ * finishes the request with it (then drops the connection, as it was still writing), or fails it
+ * when the read side ends without one.
+ */
+export function keepAnswersConnect(timeoutMs: number, socketPath?: string): buildConnector.connector {
+  return (options, callback) => {
+    const host = options.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+    return answerKeepingConnection(socketPath !== undefined ? { path: socketPath } : { host, port }, timeoutMs, callback as never) as never;
   };
-  if (writev) {
-    socket._writev = function (this: Socket, chunks, cb) {
-      pending = cb;
-      writev.call(this, chunks, settled);
-    };
-  }
 }

@@ -17,7 +17,7 @@
  *      process of its own streaming the same bytes from and to the same disk (PUT with fsync).
  *   5. Memory: peak RSS of the whole stack's process tree above idle during a 32 MiB upload (< 16 MiB).
  *
- *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000] [sections=v2,control,realtime,storage]
+ *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000] [sections=v2,control,transports,realtime,storage]
  *
  * `sections` (comma-separated) runs only some of them, to iterate on one path (`storage` includes
  * memory). SVC_BENCH_PROFILE=<dir> runs the stack's Node processes with `--cpu-prof` into <dir>
@@ -33,7 +33,7 @@ import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { Pool, request } from 'undici';
+import { Agent as UndiciAgent, fetch as undiciFetch, Pool, request } from 'undici';
 import { freePort } from '../../infra/local/dynamodb.ts';
 import { descendantsOf } from '../../infra/local/processes.ts';
 import { loadSettings } from '../../shared/config.ts';
@@ -43,7 +43,7 @@ import { keys } from '../../shared/db/table.ts';
 const REPO = resolve(import.meta.dirname, '../..');
 const NODE = process.execPath;
 const SUBSCRIBERS = Number(process.argv[2] ?? 1000);
-const SECTIONS = new Set((process.argv[3] ?? 'v2,control,realtime,storage').split(','));
+const SECTIONS = new Set((process.argv[3] ?? 'v2,control,transports,realtime,storage').split(','));
 const PROFILE = process.env.SVC_BENCH_PROFILE;
 const ROWS = 1000;
 const MiB = 1024 * 1024;
@@ -334,6 +334,67 @@ async function controlPlane(base: string, token: string, projectId: string, dir:
   } finally {
     node.kill('SIGTERM');
     db.doc.destroy();
+  }
+}
+
+/**
+ * `/v0` through {base_url} with the two clients users have: Node's `fetch` (undici, the SDK's and the
+ * CLI's transport) and `node:http` (an Agent with keep-alive), each on one reused connection,
+ * sequential; their p50s must differ by less than 1 ms (docs/performance.md "The public path": a
+ * small-write / delayed-ACK interaction once made fetch wait ~48 ms per request).
+ */
+async function clientTransports(base: string, token: string, projectId: string): Promise<void> {
+  const { Agent: HttpAgent, request: httpRequest } = await import('node:http');
+  const auth = { authorization: `Bearer ${token}` };
+  const publishBody = JSON.stringify({ channel: 'transports', event: 'tick', payload: { n: 1 } });
+  const json = { ...auth, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(publishBody)) };
+  const cases = [
+    { name: 'POST .../realtime/publish', method: 'POST', path: `/v0/projects/${projectId}/realtime/publish`, headers: json, body: publishBody, ok: [200] },
+    { name: 'GET /v0/health', method: 'GET', path: '/v0/health', headers: {}, body: undefined, ok: [200, 503] },
+    { name: 'GET /v0/projects/{id}', method: 'GET', path: `/v0/projects/${projectId}`, headers: auth, body: undefined, ok: [200] },
+  ];
+  type Case = (typeof cases)[number];
+  // Each client keeps one connection for everything, as the SDK and the CLI do; its first request
+  // is a publish, as an application's first call may well be.
+  const dispatcher = new UndiciAgent({ connections: 1 });
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  const viaFetch = async (c: Case) => {
+    const t0 = performance.now();
+    const r = await undiciFetch(base + c.path, { method: c.method, headers: c.headers, body: c.body, dispatcher });
+    await r.arrayBuffer();
+    if (!c.ok.includes(r.status)) throw new Error(`fetch ${c.name}: ${r.status}`);
+    return performance.now() - t0;
+  };
+  const viaHttp = (c: Case) =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const req = httpRequest(base + c.path, { method: c.method, headers: c.headers, agent }, (res) => {
+        res.resume();
+        res.on('end', () => (c.ok.includes(res.statusCode!) ? resolve(performance.now() - t0) : reject(new Error(`node:http ${c.name}: ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(c.body);
+    });
+  try {
+    console.log('\n2b. /v0 by client transport through {base_url}: fetch (undici) and node:http, one reused connection each (first request a publish), sequential p50 (target: differ by < 1 ms)');
+    const f = cases.map(() => [] as number[]);
+    const h = cases.map(() => [] as number[]);
+    for (let round = 0; round < 5; round++) {
+      for (const [i, c] of cases.entries()) {
+        for (let n = 0; n < 40; n++) {
+          const a = await viaFetch(c);
+          const b = await viaHttp(c);
+          if (round > 0) (f[i]!.push(a), h[i]!.push(b));
+        }
+      }
+    }
+    for (const [i, c] of cases.entries()) {
+      const diff = Math.abs(quantile(f[i]!, 0.5) - quantile(h[i]!, 0.5));
+      console.log(`   ${c.name.padEnd(28)} fetch p50 ${ms(quantile(f[i]!, 0.5))}   node:http p50 ${ms(quantile(h[i]!, 0.5))}   differ ${ms(diff)}   ${verdict(diff < 1)}`);
+    }
+  } finally {
+    agent.destroy();
+    await dispatcher.close();
   }
 }
 
@@ -731,6 +792,7 @@ async function main(): Promise<void> {
     console.log(`public path through ${base} (${cpus().length} cores, load average ${load1}; other work on the machine colours wall-clock figures)`);
     if (SECTIONS.has('v2')) await dataPlane(base, key, engine, stack.dataplaneUrl, stack.child.pid!);
     if (SECTIONS.has('control')) await controlPlane(base, token, project.id, dir, stack.dynamoPort);
+    if (SECTIONS.has('transports')) await clientTransports(base, token, project.id);
     if (SECTIONS.has('realtime')) await realtime(base, token, project.id, stack.child.pid!);
     if (SECTIONS.has('storage') || SECTIONS.has('memory')) await storage(base, token, project.id, stack.child.pid!, scratch, dir, stack.dynamoPort);
   } finally {
