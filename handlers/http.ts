@@ -50,6 +50,14 @@ export async function noInput(request: Request): Promise<void> {
 
 const NO_QUERY = z.strictObject({});
 
+/** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */
+export function declaredLength(request: Request): number | null {
+  const raw = request.headers.get('content-length');
+  if (raw === null) return null;
+  if (!/^\d{1,16}$/.test(raw.trim())) throw errors.invalid('content-length: must be a non-negative integer');
+  return Number(raw.trim());
+}
+
 /** One page of a list as answered: `pageOf` (handlers/domain/pages.ts) over the request's deps. */
 export function listPage<T>(
   ctx: Ctx,

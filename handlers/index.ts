@@ -4,29 +4,31 @@
  * every entry (miniflare worker, Node server, function gateway) calls.
  */
 import { Router } from 'itty-router';
+import { HANDLER_ROUTES, matchPath } from '../shared/api/index.ts';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { ID_PATTERNS, newRequestId } from '../shared/ids.ts';
 import { corsHeadersFor, preflightAnswer } from './cors.ts';
-import * as accounts from './routes/accounts.ts';
 import type { Ctx, Deps, Routes } from './context.ts';
+import type { Implementation } from './implement.ts';
+import * as accounts from './routes/accounts.ts';
+import * as buckets from './routes/buckets.ts';
+import * as webConsole from './routes/console.ts';
+import * as functions from './routes/functions.ts';
 import * as health from './routes/health.ts';
-import * as openapi from './routes/openapi.ts';
-import * as logs from './routes/logs.ts';
 import * as keys from './routes/keys.ts';
 import * as lifecycle from './routes/lifecycle.ts';
-import * as projects from './routes/projects.ts';
-import * as receipts from './routes/receipts.ts';
-import * as realtime from './routes/realtime.ts';
-import * as secrets from './routes/secrets.ts';
-import * as functions from './routes/functions.ts';
-import * as buckets from './routes/buckets.ts';
+import * as logs from './routes/logs.ts';
 import * as objects from './routes/objects.ts';
+import * as openapi from './routes/openapi.ts';
+import * as projects from './routes/projects.ts';
+import * as realtime from './routes/realtime.ts';
+import * as receipts from './routes/receipts.ts';
+import * as secrets from './routes/secrets.ts';
 import * as tickets from './routes/tickets.ts';
-import * as webConsole from './routes/console.ts';
 
-/** Route modules, in registration order. Each resource adds its module here (one line). */
-const modules: { register(router: Routes): void }[] = [
+/** Every route module's implementations. Each resource adds its module here (one line). */
+export const IMPLEMENTATIONS: readonly Implementation[] = [
   health,
   openapi,
   accounts,
@@ -42,7 +44,29 @@ const modules: { register(router: Routes): void }[] = [
   tickets,
   objects,
   webConsole,
-];
+].flatMap((m) => m.implementations);
+
+/**
+ * The router: every declaration the handlers serve, in the declarations' order (shared/api/index.ts
+ * `ROUTES`, the order routes are matched in), each with its implementation. A declaration without
+ * one, or an implementation of no declaration, fails the start.
+ */
+function routerOf(): Routes {
+  const byKey = new Map<string, Implementation>();
+  for (const impl of IMPLEMENTATIONS) {
+    if (byKey.has(impl.route.key)) throw new Error(`handlers: ${impl.route.key} is implemented twice`);
+    byKey.set(impl.route.key, impl);
+  }
+  const router: Routes = Router();
+  for (const route of HANDLER_ROUTES) {
+    const impl = byKey.get(route.key);
+    if (!impl) throw new Error(`handlers: ${route.key} is declared (shared/api/) but not implemented (handlers/routes/)`);
+    byKey.delete(route.key);
+    (router as unknown as Record<string, (path: string, handler: Implementation['serve']) => void>)[route.method.toLowerCase()]!(route.path, impl.serve);
+  }
+  if (byKey.size > 0) throw new Error(`handlers: ${[...byKey.keys()].join(', ')} implemented but not declared among the handlers' routes`);
+  return router;
+}
 
 /** What a worker runtime hands each request beside it: work it must let finish after the answer. */
 export interface ExecutionContext {
@@ -59,15 +83,12 @@ export interface App {
 
 /** Every route the handlers serve, as [method, itty-router path pattern]; needs no deps. */
 export function routeTable(): [string, string][] {
-  const router: Routes = Router();
-  for (const m of modules) m.register(router);
-  return router.routes.map(([method, , , path]) => [String(method), String(path)]);
+  return routerOf().routes.map(([method, , , path]) => [String(method), String(path)]);
 }
 
 /** Builds the application over `deps`. */
 export function createApp(deps: Deps): App {
-  const router: Routes = Router();
-  for (const m of modules) m.register(router);
+  const router = routerOf();
   const cors = parseCorsOrigins(deps.settings.SVCD_CORS_ORIGINS);
 
   return {
@@ -100,15 +121,15 @@ export function createApp(deps: Deps): App {
  * itty-router matches a pattern with or without a trailing slash, and URL parsing (RFC 3986 §5.2.4)
  * turns `…/replaced/..` into `…/{id}/`: without this, a stray `..` after a project's sub-resource
  * would reach `DELETE /v0/projects/:id`. No `/v0` route ends with a slash (docs/api.md "Decisions"),
- * except an object key, which may (an S3-style folder marker), so those paths keep theirs.
+ * except where the slash belongs to a rest-of-path parameter (an object key may end with one, an
+ * S3-style folder marker) or to a path the route forwards (an invocation's, docs/functions.md "Invoke").
  */
 function refuseTrailingSlash(request: Request): void {
   const path = new URL(request.url).pathname;
-  // An invocation's path after `/invoke` is the function's own (docs/functions.md "Invoke"): it may end with one too.
-  if (/^\/v0\/projects\/[^/]+\/functions\/[^/]+\/invoke\//.test(path)) return;
-  if (path.length > 1 && path.endsWith('/') && path.startsWith('/v0/') && !/^\/v0\/projects\/[^/]+\/storage\/objects\/[^/]+\/./.test(path)) {
-    throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
-  }
+  if (path.length <= 1 || !path.endsWith('/') || !path.startsWith('/v0/')) return;
+  const match = matchPath(path);
+  if (match && (match.route.query === 'forwarded' || Object.values(match.params).some((value) => value.endsWith('/')))) return;
+  throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
 }
 
 /**

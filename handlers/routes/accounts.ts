@@ -1,45 +1,35 @@
 /**
- * Routes: signup, sessions and the account (docs/api.md "Accounts" and "Sessions"; rules in
- * handlers/domain/accounts.ts).
+ * Routes: signup, sessions and the account (docs/api.md "Accounts" and "Sessions"; declared in
+ * shared/api/accounts.ts, rules in handlers/domain/accounts.ts).
  */
-import { rotateSecretRequestSchema, sessionRequestSchema, signupRequestSchema } from '../../shared/schemas/accounts.ts';
+import { accounts } from '../../shared/api/index.ts';
 import { requireStandingSession } from '../auth.ts';
-import type { Routes } from '../context.ts';
 import { describeAccount, openSession, rotateSecret, signOut, signUp } from '../domain/accounts.ts';
-import { json, noInput, noQuery, readJson } from '../http.ts';
+import { json } from '../http.ts';
+import type { Ctx } from '../context.ts';
+import { implement, type Routed } from '../implement.ts';
 
 /** Answers that carry a secret or a session token are never stored by a cache (RFC 9111 §5.2.2.5). */
 const NO_STORE = { 'cache-control': 'no-store' };
 
-/** Registers the account routes. */
-export function register(router: Routes): void {
-  router.post('/v0/signup', async (request, ctx) => {
-    const body = await readJson(request, signupRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await signUp(ctx.deps, { name: body.name, inviteCode: body.invite_code }), 201, NO_STORE);
-  });
+/** The session that stands (with no extra items to read beside it). */
+const standing = (request: Routed, ctx: Ctx) => requireStandingSession(request, ctx);
 
-  router.post('/v0/sessions', async (request, ctx) => {
-    const body = await readJson(request, sessionRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await openSession(ctx.deps, { accountId: body.account_id, accountSecret: body.account_secret }), 201, NO_STORE);
-  });
+export const implementations = [
+  implement(accounts.signup, async ({ body }, ctx) => json(await signUp(ctx.deps, { name: body.name, inviteCode: body.invite_code }), 201, NO_STORE)),
 
-  router.delete('/v0/sessions/current', async (request, ctx) => {
-    const session = await requireStandingSession(request, ctx);
-    await noInput(request);
-    await signOut(ctx.deps, session);
+  implement(accounts.openSession, async ({ body }, ctx) =>
+    json(await openSession(ctx.deps, { accountId: body.account_id, accountSecret: body.account_secret }), 201, NO_STORE),
+  ),
+
+  implement(accounts.signOut, standing, async ({ caller }, ctx) => {
+    await signOut(ctx.deps, caller);
     return new Response(null, { status: 204 });
-  });
+  }),
 
-  router.get('/v0/me', async (request, ctx) => {
-    const session = await requireStandingSession(request, ctx);
-    await noInput(request);
-    return json(await describeAccount(ctx.deps, session));
-  });
+  implement(accounts.me, standing, async ({ caller }, ctx) => json(await describeAccount(ctx.deps, caller))),
 
-  router.post('/v0/account/secret', async (request, ctx) => {
-    const session = await requireStandingSession(request, ctx);
-    noQuery(new URL(request.url));
-    const body = await readJson(request, rotateSecretRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await rotateSecret(ctx.deps, { session, currentSecret: body.account_secret }), 200, NO_STORE);
-  });
-}
+  implement(accounts.rotateSecret, standing, async ({ caller, body }, ctx) =>
+    json(await rotateSecret(ctx.deps, { session: caller, currentSecret: body.account_secret }), 200, NO_STORE),
+  ),
+];

@@ -1,16 +1,16 @@
 /**
- * Routes: the web console (docs/console.md), static files built by build.mjs and embedded in the
- * handlers bundle (handlers/console-assets.ts). No credential: the page signs in through the API
- * like any other client, from the same origin.
+ * Routes: the web console (docs/console.md; declared in shared/api/service.ts), static files built
+ * by build.mjs and embedded in the handlers bundle (handlers/console-assets.ts). No credential: the
+ * page signs in through the API like any other client, from the same origin.
  * - `GET /console` → 308 to `/console/` (relative asset URLs resolve under it);
  * - `GET /console/` → the page; `GET /console/:file` → its scripts and styles.
  * Validated by ETag (`If-None-Match` → 304); hashed file names are cached for a year. A strict
  * Content-Security-Policy allows nothing but this origin.
  */
-import { CONSOLE_ASSETS, type ConsoleAsset } from '../console-assets.ts';
+import { service } from '../../shared/api/index.ts';
 import { errors } from '../../shared/errors.ts';
-import type { Routes } from '../context.ts';
-import { noInput } from '../http.ts';
+import { CONSOLE_ASSETS, type ConsoleAsset } from '../console-assets.ts';
+import { implement } from '../implement.ts';
 
 /**
  * Only this origin's scripts, styles and API; no inline script, no framing, no form posts elsewhere.
@@ -29,19 +29,16 @@ const CSP = [
 
 const byName = new Map<string, ConsoleAsset>((CONSOLE_ASSETS ?? []).map((a) => [a.name, a]));
 
-/** Registers the console routes. */
-export function register(router: Routes): void {
+export const implementations = [
   // itty-router matches `/console` and `/console/` alike: the path tells them apart.
-  router.get('/console', async (request) => {
-    if (new URL(request.url).pathname.endsWith('/')) return serve(request, '');
-    await noInput(request);
+  implement(service.consolePage, ({ request, url }) => {
+    if (url.pathname.endsWith('/')) return serve(request, '');
     return new Response(null, { status: 308, headers: { location: '/console/' } });
-  });
-  router.get('/console/:file', (request) => serve(request, request.params.file ?? ''));
-}
+  }),
+  implement(service.consoleFile, ({ request }) => serve(request, request.params.file ?? '')),
+];
 
-async function serve(request: Request, name: string): Promise<Response> {
-  await noInput(request);
+function serve(request: Request, name: string): Response {
   if (CONSOLE_ASSETS === null) throw errors.notFound('the console is not part of this build (node build.mjs builds it into the handlers bundle)');
   const asset = byName.get(name);
   if (!asset) throw errors.notFound(`no console file ${JSON.stringify(name).slice(0, 80)}`);

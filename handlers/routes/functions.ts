@@ -1,32 +1,16 @@
 /**
- * Routes: functions (docs/functions.md; the four `function_*` codes of the contract's "Errors").
- *
- *   PUT    /v0/projects/{id}/functions/{name}            deploy (owner session; the module as raw bytes)
- *   GET    /v0/projects/{id}/functions                   list (paginated)
- *   GET    /v0/projects/{id}/functions/{name}            read
- *   GET    /v0/projects/{id}/functions/{name}/versions   versions, newest first (paginated)
- *   DELETE /v0/projects/{id}/functions/{name}            delete (invocations in flight finish)
- *   GET    /v0/projects/{id}/functions/{name}/logs       the last lines of its console (`tail`)
- *   any    /v0/projects/{id}/functions/{name}/invoke[/{rest}]  invoke (owner session or a project key)
- *
- * The rules are in handlers/domain/functions.ts; the host agent of the project runs the functions.
+ * Routes: functions (docs/functions.md; the four `function_*` codes of the contract's "Errors";
+ * declared in shared/api/functions.ts): deploy (the module as raw bytes), list, read, versions,
+ * delete (invocations in flight finish), the last lines of a function's console, and invoke (owner
+ * session or a project key, any method, `…/invoke[/{rest}]`). The rules are in
+ * handlers/domain/functions.ts; the host agent of the project runs the functions.
  */
-import type { IRequest } from 'itty-router';
+import { functions } from '../../shared/api/index.ts';
 import { parseBearer } from '../../shared/auth.ts';
-import { errorResponse, errors, ServiceError } from '../../shared/errors.ts';
-import { answerWhileDraining } from '../../shared/http/linger.ts';
-import { pageQuerySchema } from '../../shared/schemas/pagination.ts';
-import {
-  deployQuerySchema,
-  FUNCTION_LOG_TAIL_DEFAULT,
-  functionLogsQuerySchema,
-  functionNameSchema,
-  isModuleMediaType,
-  MODULE_MEDIA_TYPES,
-  settingsOf,
-} from '../../shared/schemas/functions.ts';
+import { errors, ServiceError } from '../../shared/errors.ts';
+import { FUNCTION_LOG_TAIL_DEFAULT, isModuleMediaType, MODULE_MEDIA_TYPES, settingsOf } from '../../shared/schemas/functions.ts';
 import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
-import type { Ctx, Routes } from '../context.ts';
+import type { Ctx } from '../context.ts';
 import {
   authorizeInvoker,
   deleteFunction,
@@ -36,97 +20,83 @@ import {
   invokeFunction,
   listProjectFunctions,
   projectFunction,
-  type DeployInput,
 } from '../domain/functions.ts';
-import { json, noBody, noInput, pathParam, queryOf } from '../http.ts';
+import { declaredLength, json } from '../http.ts';
+import { implement, type Implementation, type Routed } from '../implement.ts';
 
-const FUNCTIONS_PATH = '/v0/projects/:id/functions';
-const FUNCTION_PATH = `${FUNCTIONS_PATH}/:name`;
-/** The methods an invocation may use (a preflight is answered by the service, docs/api.md "Browsers and CORS"). */
-export const INVOKE_METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options'] as const;
 /** `…/invoke` with what precedes it, to cut the path remainder from. */
 const INVOKE_PREFIX = /^\/v0\/projects\/[^/]+\/functions\/[^/]+\/invoke/;
 
-/** Registers the function routes. */
-export function register(router: Routes): void {
-  router.put(FUNCTION_PATH, async (request, ctx) => {
-    // A refusal before the body is read is answered while the body is drained (shared/http/linger.ts).
-    let input: DeployInput;
-    try {
-      input = await parseDeploy(request, ctx);
-    } catch (err) {
-      return refuse(request, ctx, err);
+/** The owner session or a project key of the project (handlers/domain/functions.ts). */
+const invoker = (request: Routed, ctx: Ctx) => authorizeInvoker(ctx.deps, { token: parseBearer(request.headers), projectIdParam: request.params.id });
+
+export const implementations: Implementation[] = [
+  // Checked in order (credential, id, ownership, name, query, type, length) before a byte is read;
+  // a refusal is answered while the body is drained (handlers/implement.ts).
+  implement(functions.deploy, requireProjectForAgent, async ({ caller, params, query, request, url }, ctx) => {
+    const settings = settingsOf(query);
+    if (!isModuleMediaType(request.headers.get('content-type'))) {
+      throw errors.invalid(`content-type: must be ${MODULE_MEDIA_TYPES.join(' or ')} (the module's source as raw bytes)`);
     }
-    const deployed = await deployFunction(ctx.deps, input);
+    const length = declaredLength(request);
+    const maxBytes = ctx.deps.settings.SVCD_FUNCTION_MAX_BYTES;
+    // Refused before a byte is read (docs/functions.md "Deploy").
+    if (length !== null && length > maxBytes) throw errors.tooLarge(`body: the module exceeds the limit of ${maxBytes} bytes (SVCD_FUNCTION_MAX_BYTES)`);
+    const deployed = await deployFunction(ctx.deps, {
+      ...caller,
+      requestId: ctx.requestId,
+      accountId: caller.project.owner,
+      name: params.name,
+      settings,
+      body: request.body,
+      length,
+      origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
+      signal: request.signal,
+    });
     return json(deployed.function, deployed.created ? 201 : 200);
-  });
+  }),
 
-  router.get(FUNCTIONS_PATH, async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const query = queryOf(new URL(request.url), pageQuerySchema);
-    await noBody(request);
-    const page = await listProjectFunctions(ctx.deps, project.id, query);
+  implement(functions.list, requireOwnedProject, async ({ caller, query }, ctx) => {
+    const page = await listProjectFunctions(ctx.deps, caller.project.id, query);
     return json({ functions: page.items, next_cursor: page.next_cursor });
-  });
+  }),
 
-  router.get(FUNCTION_PATH, async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const name = pathParam(request.params.name, 'name', functionNameSchema);
-    await noInput(request);
-    return json(await projectFunction(ctx.deps, project.id, name));
-  });
+  implement(functions.read, requireOwnedProject, async ({ caller, params }, ctx) => json(await projectFunction(ctx.deps, caller.project.id, params.name))),
 
-  router.get(`${FUNCTION_PATH}/versions`, async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const name = pathParam(request.params.name, 'name', functionNameSchema);
-    const query = queryOf(new URL(request.url), pageQuerySchema);
-    await noBody(request);
-    const page = await functionVersions(ctx.deps, project.id, name, query);
+  implement(functions.versions, requireOwnedProject, async ({ caller, params, query }, ctx) => {
+    const page = await functionVersions(ctx.deps, caller.project.id, params.name, query);
     return json({ versions: page.items, next_cursor: page.next_cursor });
-  });
+  }),
 
-  router.delete(FUNCTION_PATH, async (request, ctx) => {
-    const owned = await requireProjectForAgent(request, ctx);
-    const name = pathParam(request.params.name, 'name', functionNameSchema);
-    await noInput(request);
-    return json(await deleteFunction(ctx.deps, { ...owned, requestId: ctx.requestId, accountId: owned.project.owner, name }));
-  });
+  implement(functions.remove, requireProjectForAgent, async ({ caller, params }, ctx) =>
+    json(await deleteFunction(ctx.deps, { ...caller, requestId: ctx.requestId, accountId: caller.project.owner, name: params.name })),
+  ),
 
-  router.get(`${FUNCTION_PATH}/logs`, async (request, ctx) => {
-    const owned = await requireProjectForAgent(request, ctx);
-    const name = pathParam(request.params.name, 'name', functionNameSchema);
-    const query = queryOf(new URL(request.url), functionLogsQuerySchema);
-    await noBody(request);
-    const logs = await functionLogs(ctx.deps, { ...owned, requestId: ctx.requestId, name, tail: query.tail ?? FUNCTION_LOG_TAIL_DEFAULT });
+  implement(functions.logs, requireProjectForAgent, async ({ caller, params, query }, ctx) => {
+    const logs = await functionLogs(ctx.deps, { ...caller, requestId: ctx.requestId, name: params.name, tail: query.tail ?? FUNCTION_LOG_TAIL_DEFAULT });
     return json(logs, 200, { 'cache-control': 'no-store' });
-  });
+  }),
 
-  for (const method of INVOKE_METHODS) {
-    router[method](`${FUNCTION_PATH}/invoke`, invoke);
-    router[method](`${FUNCTION_PATH}/invoke/:rest+`, invoke);
-  }
-}
-
-async function invoke(request: IRequest, ctx: Ctx): Promise<Response> {
-  const invoker = await authorizeInvoker(ctx.deps, { token: parseBearer(request.headers), projectIdParam: request.params.id });
-  const name = pathParam(request.params.name, 'name', functionNameSchema);
-  const url = new URL(request.url);
-  const { hasBody, length, body } = await bodyOf(request);
-  return invokeFunction(ctx.deps, {
-    requestId: ctx.requestId,
-    invoker,
-    name,
-    method: request.method,
-    rest: url.pathname.replace(INVOKE_PREFIX, ''),
-    search: url.search,
-    headers: clientHeaders(request),
-    hasBody,
-    length,
-    body,
-    origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
-    signal: request.signal,
-  });
-}
+  ...functions.invoke.map((route) =>
+    implement(route, invoker, async ({ caller, params, request, url }, ctx) => {
+      const { hasBody, length, body } = await bodyOf(request);
+      return invokeFunction(ctx.deps, {
+        requestId: ctx.requestId,
+        invoker: caller,
+        name: params.name,
+        method: request.method,
+        rest: url.pathname.replace(INVOKE_PREFIX, ''),
+        search: url.search,
+        headers: clientHeaders(request),
+        hasBody,
+        length,
+        body,
+        origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
+        signal: request.signal,
+      });
+    }),
+  ),
+];
 
 /**
  * Whether the client sent a body — a `Content-Length` above 0, or a chunked one, whatever the method
@@ -182,46 +152,4 @@ export function clientHeaders(request: Request): Headers {
   if (acceptEncoding === '') headers.delete('accept-encoding');
   else if (typeof acceptEncoding === 'string') headers.set('accept-encoding', acceptEncoding);
   return headers;
-}
-
-/** The deploy's input, checked in order (credential, id, ownership, name, query, type, length); none reads the body. */
-async function parseDeploy(request: IRequest, ctx: Ctx): Promise<DeployInput> {
-  const owned = await requireProjectForAgent(request, ctx);
-  const name = pathParam(request.params.name, 'name', functionNameSchema);
-  const url = new URL(request.url);
-  const settings = settingsOf(queryOf(url, deployQuerySchema));
-  if (!isModuleMediaType(request.headers.get('content-type'))) {
-    throw errors.invalid(`content-type: must be ${MODULE_MEDIA_TYPES.join(' or ')} (the module's source as raw bytes)`);
-  }
-  const length = declaredLength(request);
-  const maxBytes = ctx.deps.settings.SVCD_FUNCTION_MAX_BYTES;
-  // Refused before a byte is read (docs/functions.md "Deploy").
-  if (length !== null && length > maxBytes) throw errors.tooLarge(`body: the module exceeds the limit of ${maxBytes} bytes (SVCD_FUNCTION_MAX_BYTES)`);
-  return {
-    ...owned,
-    requestId: ctx.requestId,
-    accountId: owned.project.owner,
-    name,
-    settings,
-    body: request.body,
-    length,
-    origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
-    signal: request.signal,
-  };
-}
-
-/** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */
-function declaredLength(request: Request): number | null {
-  const raw = request.headers.get('content-length');
-  if (raw === null) return null;
-  if (!/^\d{1,16}$/.test(raw.trim())) throw errors.invalid('content-length: must be a non-negative integer');
-  return Number(raw.trim());
-}
-
-/** Answers a refusal while discarding the unread body, else as any error. */
-function refuse(request: Request, ctx: Ctx, err: unknown): Response {
-  if (request.body && !request.bodyUsed && !request.body.locked) {
-    return answerWhileDraining(errorResponse(err, ctx.requestId, ctx.deps.log), request.body);
-  }
-  throw err;
 }

@@ -3,18 +3,18 @@
  * tenants (handlers/domain/health.ts). No live agent: 503 in the error envelope, with the figures
  * beside it.
  */
+import { service } from '../../shared/api/index.ts';
 import { envelopeOf } from '../../shared/errors.ts';
-import type { Routes } from '../context.ts';
 import { health } from '../domain/health.ts';
 import { json } from '../http.ts';
+import { implement } from '../implement.ts';
 
 const NO_STORE = { 'cache-control': 'no-store' };
 
-/** Registers the health route. */
-export function register(router: Routes): void {
-  router.get('/v0/health', async (_request, ctx) => {
+export const implementations = [
+  implement(service.health, async (_call, ctx) => {
     const { time, agents, problem } = await health(ctx.deps, ctx.requestId);
     if (!problem) return json({ status: 'ok', time, agents }, 200, NO_STORE);
     return json({ ...envelopeOf(problem), status: 'degraded', time, agents }, problem.status, NO_STORE);
-  });
-}
+  }),
+];

@@ -1,21 +1,16 @@
-/** Routes: upload and download tickets (the interface contract "POST storage/uploads|downloads"). */
-import { downloadTicketRequestSchema, uploadTicketRequestSchema } from '../../shared/schemas/storage.ts';
+/** Routes: upload and download tickets (the interface contract "POST storage/uploads|downloads"; declared in shared/api/storage.ts). */
+import { storage } from '../../shared/api/index.ts';
 import { requireOwnedProject } from '../auth.ts';
-import type { Routes } from '../context.ts';
 import { downloadTicket, uploadTicket } from '../domain/objects/tickets.ts';
-import { json, readJson } from '../http.ts';
+import { json } from '../http.ts';
+import { implement } from '../implement.ts';
 
-/** Registers the ticket routes. */
-export function register(router: Routes): void {
-  router.post('/v0/projects/:id/storage/uploads', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const body = await readJson(request, uploadTicketRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await uploadTicket(ctx.deps, project, { bucket: body.bucket, key: body.key, contentType: body.content_type }), 201);
-  });
+export const implementations = [
+  implement(storage.uploadTicket, requireOwnedProject, async ({ caller, body }, ctx) =>
+    json(await uploadTicket(ctx.deps, caller.project, { bucket: body.bucket, key: body.key, contentType: body.content_type }), 201),
+  ),
 
-  router.post('/v0/projects/:id/storage/downloads', async (request, ctx) => {
-    const { project } = await requireOwnedProject(request, ctx);
-    const body = await readJson(request, downloadTicketRequestSchema, ctx.deps.settings.SVCD_JSON_MAX_BYTES);
-    return json(await downloadTicket(ctx.deps, project, { bucket: body.bucket, key: body.key, signed: body.signed, expiresIn: body.expires_in }));
-  });
-}
+  implement(storage.downloadTicket, requireOwnedProject, async ({ caller, body }, ctx) =>
+    json(await downloadTicket(ctx.deps, caller.project, { bucket: body.bucket, key: body.key, signed: body.signed, expiresIn: body.expires_in })),
+  ),
+];

@@ -97,7 +97,7 @@ export const INVOKE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 
 const rest = z.string().meta({ description: 'the path the function receives' });
 
 /** One invocation route: `…/invoke`, or with the rest of the path the function receives. */
-function invokeRoute<M extends Method, P extends string>(method: M, path: P, params: Record<string, z.ZodType>) {
+function invokeRoute<M extends Method, P extends string, const Params extends Record<string, z.ZodType>>(method: M, path: P, params: Params) {
   return route({
     method,
     path,

@@ -27,6 +27,7 @@ export type {
   AnswersOf,
   BodyInputOf,
   BodyOf,
+  Declared,
   Media,
   Method,
   ParamsOf,
@@ -95,6 +96,18 @@ const COMPILED = ROUTES.map((route) => ({ route, re: patternRegExp(route.path) }
 export function matchRoute(method: string, pathname: string): RouteMatch | undefined {
   for (const { route, re } of COMPILED) {
     if (route.method !== method) continue;
+    const m = re.exec(pathname);
+    if (m) return { route, params: { ...m.groups } };
+  }
+  return undefined;
+}
+
+/**
+ * The first declaration whose pattern fits `pathname`, whatever its method (the one the handlers
+ * would consider), with its parameters; undefined when none does.
+ */
+export function matchPath(pathname: string): RouteMatch | undefined {
+  for (const { route, re } of COMPILED) {
     const m = re.exec(pathname);
     if (m) return { route, params: { ...m.groups } };
   }
