@@ -2,8 +2,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { routeTable } from '../../handlers/index.ts';
 import { AnswerChecker } from '../../test/helpers/openapi.ts';
+import { ROUTES } from '../api/index.ts';
+import { codesOfStatus } from '../schemas/common.ts';
 import { buildOpenApiDocument, openApiPath } from './document.ts';
-import { ROUTE_DOCS } from './routes.ts';
 
 const doc = buildOpenApiDocument();
 
@@ -14,24 +15,31 @@ describe('the OpenAPI document', () => {
     expect(result.valid).toBe(true);
   });
 
-  it('describes every route of the route table', () => {
+  it('describes every route the handlers serve, and the /v2 pass-through', () => {
+    const described = new Set(ROUTES.map((r) => r.key));
     const missing = routeTable()
       .map(([method, pattern]) => `${method} ${pattern}`)
-      .filter((key) => !(key in ROUTE_DOCS));
-    expect(missing, 'routes without a description in shared/openapi/routes.ts').toEqual([]);
+      .filter((key) => !described.has(key));
+    expect(missing, 'routes without a declaration in shared/api/').toEqual([]);
+    const served = new Set(routeTable().map(([method, pattern]) => `${method} ${pattern}`));
+    expect(ROUTES.filter((r) => r.servedBy === 'handlers' && !served.has(r.key)).map((r) => r.key), 'declarations the handlers do not serve').toEqual([]);
+    for (const route of ROUTES) {
+      expect(doc.paths[openApiPath(route.path)]?.[route.method.toLowerCase()]?.['x-svc-route'], route.key).toBe(route.key);
+      if (route.servedBy === 'agent') expect(route.path.startsWith('/v2/')).toBe(true);
+    }
   });
 
-  it('describes no route the handlers do not serve (the /v2 pass-through aside)', () => {
-    const served = new Set(routeTable().map(([method, pattern]) => `${method} ${pattern}`));
-    const extra = Object.entries(ROUTE_DOCS)
-      .filter(([key, d]) => !d.passThrough && !served.has(key))
-      .map(([key]) => key);
-    expect(extra, 'descriptions in shared/openapi/routes.ts without a route').toEqual([]);
-    for (const [key, d] of Object.entries(ROUTE_DOCS)) {
-      const [method, pattern] = key.split(' ') as [string, string];
-      expect(doc.paths[openApiPath(pattern)]?.[method.toLowerCase()]?.['x-svc-route'], key).toBe(key);
-      if (d.passThrough) expect(pattern.startsWith('/v2/')).toBe(true);
+  it('lists every status a declaration names, each one an error code\'s or an answer of its own', () => {
+    for (const route of ROUTES) {
+      const op = doc.paths[openApiPath(route.path)]![route.method.toLowerCase()]!;
+      for (const status of route.errors) {
+        expect(codesOfStatus(status).length, `${route.key} ${status}`).toBeGreaterThan(0);
+        expect(op.responses[String(status)], `${route.key} ${status}`).toEqual({ $ref: `#/components/responses/Error${status}` });
+      }
     }
+    // Realtime subscribe refuses a key or ticket of another project (403) and a project at its subscriber limit (409).
+    const subscribe = doc.paths['/v0/projects/{id}/realtime/subscribe']!.get!;
+    expect(Object.keys(subscribe.responses)).toEqual(expect.arrayContaining(['403', '409']));
   });
 
   it('names the two credentials as security schemes and uses them per route', () => {

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document of the public API (docs/api.md "How the reference is made"), generated
- * from the route registry (./routes.ts) and the zod schemas it names (shared/schemas/) with zod's
+ * from the route declarations (shared/api/) and the zod schemas they name (shared/schemas/) with zod's
  * own JSON Schema output (draft 2020-12, the dialect OpenAPI 3.1 uses). Requests are described by
  * what a client may send (zod's input side), answers by what the service sends (its output side).
  * Errors come from the one table of shared/errors.ts. Web-standard only: the handlers serve it.
@@ -15,8 +15,7 @@ import { secretMetadataSchema } from '../schemas/secrets.ts';
 import { snapshotBackupSchema, snapshotLineageSchema, snapshotSchema } from '../schemas/snapshots.ts';
 import { bucketSchema, objectRowSchema } from '../schemas/storage.ts';
 import { ERROR_STATUS, WWW_AUTHENTICATE } from '../errors.ts';
-import { TAGS, type Access, type RouteDoc, type RouteDocs } from './describe.ts';
-import { ROUTE_DOCS } from './routes.ts';
+import { patternParams, ROUTES, TAGS, type Access, type Media, type RouteDecl } from '../api/index.ts';
 
 /** A JSON Schema (draft 2020-12) object. */
 export type JsonSchema = Record<string, unknown>;
@@ -110,26 +109,6 @@ export function openApiPath(pattern: string): string {
   return pattern.replace(/:([A-Za-z_][A-Za-z0-9_]*)\+?/g, '{$1}');
 }
 
-/** The parameter names of an itty-router pattern, in order. */
-function patternParams(pattern: string): string[] {
-  return [...pattern.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
-}
-
-/**
- * The error statuses of a route: 400 and 500 always; 401 with a credential; 404 on a route under
- * `/v0/projects/{id}` (unknown or not the caller's) and on a `/v2` key's project; 413 with a JSON
- * body (the 64 KiB limit); and what the entry adds. A status the route answers with its own body
- * (health's 503) is its answer's.
- */
-export function errorStatuses(key: string, doc: RouteDoc): number[] {
-  const statuses = new Set<number>([400, 500, ...(doc.errors ?? [])]);
-  if (doc.access !== 'none') statuses.add(401);
-  if (key.includes('/v0/projects/:id')) statuses.add(404);
-  if (doc.body) statuses.add(413);
-  for (const status of Object.keys(doc.answers)) statuses.delete(Number(status));
-  return [...statuses].sort((a, b) => a - b);
-}
-
 const SECURITY: Record<Access, Record<string, string[]>[]> = {
   none: [],
   session: [{ session: [] }],
@@ -163,7 +142,7 @@ function operationId(method: string, pattern: string): string {
 }
 
 /** The schema of a body that is not JSON: text for event streams, any bytes otherwise. */
-function mediaSchema({ type, description }: { type: string; description: string }): JsonSchema {
+function mediaSchema({ type, description }: Media): JsonSchema {
   return type.startsWith('text/') ? { type: 'string', description } : { description };
 }
 
@@ -173,84 +152,90 @@ function headerObjects(headers: Record<string, string> | undefined): Record<stri
   return out;
 }
 
-function operationOf(key: string, doc: RouteDoc, components: Record<string, JsonSchema>, usedErrors: Set<number>): { method: string; path: string; op: Operation } {
-  const space = key.indexOf(' ');
-  const method = key.slice(0, space);
-  const pattern = key.slice(space + 1);
-  const names = patternParams(pattern);
-  const described = Object.keys(doc.params ?? {});
+function parametersOf(route: RouteDecl, components: Record<string, JsonSchema>): NonNullable<Operation['parameters']> {
+  const names = patternParams(route.path);
+  const described = Object.keys(route.params ?? {});
   if (names.join() !== described.join()) {
-    throw new Error(`openapi: ${key} describes parameters [${described.join(', ')}], its pattern has [${names.join(', ')}]`);
+    throw new Error(`openapi: ${route.key} describes parameters [${described.join(', ')}], its pattern has [${names.join(', ')}]`);
   }
   const parameters: NonNullable<Operation['parameters']> = [];
   for (const name of names) {
-    const rest = pattern.includes(`:${name}+`);
+    const rest = route.path.includes(`:${name}+`);
     parameters.push({
       name,
       in: 'path',
       required: true,
       ...(rest ? { description: 'the rest of the path: may contain `/`; other reserved characters percent-encoded' } : {}),
-      schema: convert(doc.params![name]!, 'input', components),
+      schema: convert(route.params![name]!, 'input', components),
     });
   }
-  if (doc.query) {
-    const q = convert(doc.query, 'input', components) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  if (route.query && route.query !== 'forwarded') {
+    const q = convert(route.query, 'input', components) as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, schema] of Object.entries(q.properties ?? {})) {
       parameters.push({
         name,
         in: 'query',
         required: (q.required ?? []).includes(name),
-        ...(doc.repeatable?.includes(name) ? { description: 'may be given more than once', explode: true } : {}),
+        ...(route.repeatable?.includes(name) ? { description: 'may be given more than once', explode: true } : {}),
         schema,
       });
     }
   }
-  for (const [name, h] of Object.entries(doc.headers ?? {})) {
+  for (const [name, h] of Object.entries(route.headers ?? {})) {
     parameters.push({ name, in: 'header', required: h.required ?? false, description: h.description, schema: { type: 'string' } });
   }
+  return parameters;
+}
 
+function responsesOf(route: RouteDecl, components: Record<string, JsonSchema>, usedErrors: Set<number>): Record<string, unknown> {
   const responses: Record<string, unknown> = {};
-  for (const [status, answer] of Object.entries(doc.answers)) {
+  for (const [status, answer] of Object.entries(route.answers)) {
     const content: Record<string, unknown> = {};
     if (answer.json) content['application/json'] = { schema: convert(answer.json, 'output', components) };
     if (answer.content) content[answer.content.type] = { schema: mediaSchema(answer.content) };
-    responses[doc.passThrough ? 'default' : status] = {
+    // What the agents pass through is the engine's answer, whatever its status.
+    responses[route.servedBy === 'agent' ? 'default' : status] = {
       description: answer.description,
       headers: headerObjects(answer.headers),
       ...(Object.keys(content).length > 0 ? { content } : {}),
     };
   }
-  for (const status of errorStatuses(key, doc)) {
+  for (const status of route.errors) {
     usedErrors.add(status);
     responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
   }
-
-  const op: Operation = {
-    operationId: operationId(method, pattern),
-    tags: [TAGS[doc.tag]],
-    summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
-    security: SECURITY[doc.access],
-    ...(parameters.length > 0 ? { parameters } : {}),
-    responses,
-    'x-svc-route': key,
-    ...(doc.passThrough ? { 'x-svc-pass-through': true as const } : {}),
-  };
-  if (doc.body) {
-    op.requestBody = { required: !doc.bodyOptional, content: { 'application/json': { schema: convert(doc.body, 'input', components) } } };
-  } else if (doc.rawBody) {
-    op.requestBody = { required: false, content: { [doc.rawBody.type]: { schema: mediaSchema(doc.rawBody) } } };
-  }
-  return { method: method.toLowerCase(), path: openApiPath(pattern), op };
+  return responses;
 }
 
-/** Builds the document from a registry (the service's own by default). */
-export function buildOpenApiDocument(docs: RouteDocs = ROUTE_DOCS): OpenApiDocument {
+function operationOf(route: RouteDecl, components: Record<string, JsonSchema>, usedErrors: Set<number>): { method: string; path: string; op: Operation } {
+  const parameters = parametersOf(route, components);
+  const op: Operation = {
+    operationId: operationId(route.method, route.path),
+    tags: [TAGS[route.tag]],
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    security: SECURITY[route.access],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    responses: responsesOf(route, components, usedErrors),
+    'x-svc-route': route.key,
+    ...(route.servedBy === 'agent' ? { 'x-svc-pass-through': true as const } : {}),
+  };
+  const { body } = route;
+  if (body.flow === 'json') {
+    op.requestBody = { required: !body.optional, content: { 'application/json': { schema: convert(body.schema, 'input', components) } } };
+  } else if (body.flow === 'bytes' || body.flow === 'stream') {
+    op.requestBody = { required: false, content: { [body.media.type]: { schema: mediaSchema(body.media) } } };
+  }
+  return { method: route.method.toLowerCase(), path: openApiPath(route.path), op };
+}
+
+/** Builds the document from declarations (the service's own by default). */
+export function buildOpenApiDocument(routes: readonly RouteDecl[] = ROUTES): OpenApiDocument {
   const schemas: Record<string, JsonSchema> = {};
   const usedErrors = new Set<number>();
   const paths: OpenApiDocument['paths'] = {};
-  for (const [key, doc] of Object.entries(docs)) {
-    const { method, path, op } = operationOf(key, doc, schemas, usedErrors);
+  for (const route of routes) {
+    const { method, path, op } = operationOf(route, schemas, usedErrors);
     paths[path] ??= {};
     if (paths[path][method]) throw new Error(`openapi: ${method.toUpperCase()} ${path} is described twice`);
     paths[path][method] = op;

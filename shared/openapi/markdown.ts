@@ -4,7 +4,7 @@
  * a test fails while the page is stale (docs/api.md "How the reference is made").
  */
 import { ERROR_STATUS } from '../errors.ts';
-import { TAGS } from './describe.ts';
+import { TAGS } from '../api/route.ts';
 import type { JsonSchema, OpenApiDocument, Operation } from './document.ts';
 
 /** The markers around the generated part of docs/api.md. */
