@@ -1,11 +1,11 @@
 /**
- * The memory limit of a function runtime's cgroup (./runtime.ts `runtimeMemoryMb`): one function's
+ * The memory limit of a function runtime's cgroup (./limits.ts `runtimeMemoryMb`): one function's
  * memory_mb, a small allowance for each other function's idle isolate, and workerd's own, within the
  * project's share, never less than one function's. The limit applied for real:
  * test/integration/functions-runtime.test.ts and test/e2e/functions-hostile.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { runtimeMemoryMb } from './runtime.ts';
+import { runtimeMemoryMb } from './limits.ts';
 
 describe('runtimeMemoryMb', () => {
   it('gives one function its memory_mb and each other function only an idle isolate\'s allowance', () => {

@@ -10,8 +10,8 @@
  * point of its root), `cfg/` (config.capnp and supervisor.js), `in/` and `out/`; it is removed when
  * the runtime has exited, and a start of the agent removes what a crash left.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import { Pool } from 'undici';
 import type { Cgroup, CgroupHost, CgroupLimits } from '../sandbox/cgroups.ts';
 import { keepAnswersConnect } from '../../shared/http/forward.ts';
 import type { EgressFilter } from './egress.ts';
+import { closeAll, spawnWorkerd, workerdPid, type RuntimeExit } from './runtime-process.ts';
 import { insidePaths, launchArgv, type SandboxMode, type SandboxTools } from './sandbox.ts';
 import { FUNCTION_COMPATIBILITY_DATE, FUNCTION_COMPATIBILITY_FLAGS, runtimeConfig } from './workerd-config.ts';
 
@@ -34,15 +35,7 @@ export interface TargetSpec {
   origin: string;
 }
 
-/** How a runtime ended. */
-export interface RuntimeExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** An isolate passed its heap limit (V8 aborts the process). */
-  heapLimit: boolean;
-  /** The kernel's OOM killer ended it (its cgroup's memory limit). */
-  oomKilled: boolean;
-}
+export type { RuntimeExit } from './runtime-process.ts';
 
 /** Why the runtime could not be started at all (the binary, the sandbox): 503 `function_runtime_missing`. */
 export class RuntimeStartError extends Error {
@@ -76,9 +69,6 @@ export interface RuntimeOptions {
 
 /** The longest path a unix socket may have on Linux (`sun_path` holds 108 bytes with its NUL). */
 const UNIX_PATH_MAX = 107;
-
-/** Longest line kept from the runtime's output; the rest of a longer one is dropped. */
-const LINE_MAX = 64 * 1024;
 
 /** A running runtime. */
 export class ProjectRuntime {
@@ -236,43 +226,7 @@ export class ProjectRuntime {
       group = options.cgroups.create(options.cgroupName, options.limits);
       argv = options.cgroups.wrap(group, argv);
     }
-    const [command, ...args] = argv;
-    const child = spawn(command!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'] });
-    let heapLimit = false;
-    let lastError = '';
-    const drained = Promise.all(['stdout', 'stderr'].map((s) => new Promise((r) => child[s as 'stdout'].once('close', r))));
-    lines(child.stdout!, (line) => {
-      const parsed = parseLine(line);
-      if (parsed) options.onLine(parsed.t, parsed.s === 'o' ? 'stdout' : parsed.s === 'e' ? 'stderr' : 'agent', parsed.m);
-      else options.onLine(null, 'stdout', line);
-    });
-    lines(child.stderr!, (line) => {
-      if (line.includes('Reached heap limit') || line.includes('JavaScript heap out of memory')) heapLimit = true;
-      if (line.trim()) lastError = line.trim().slice(0, 300);
-      const parsed = parseLine(line);
-      if (parsed) options.onLine(parsed.t, parsed.s === 'o' ? 'stdout' : parsed.s === 'e' ? 'stderr' : 'agent', parsed.m);
-      else options.onLine(null, 'stderr', line);
-    });
-    const exited = new Promise<RuntimeExit>((resolve) => {
-      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-        const oomKilled = group?.oomKilled() ?? false;
-        group?.kill();
-        group?.remove();
-        closeAll(servers);
-        rmSync(options.dir, { recursive: true, force: true });
-        resolve({ code, signal, heapLimit, oomKilled });
-      };
-      child.once('exit', (code, signal) => {
-        const timer = setTimeout(() => finish(code, signal), 200);
-        void drained.then(() => {
-          clearTimeout(timer);
-          finish(code, signal);
-        });
-      });
-      child.once('error', () => {
-        if (child.pid === undefined) finish(null, null);
-      });
-    });
+    const { child, exited, lastError } = spawnWorkerd(argv, group, servers, options);
     if (child.pid === undefined) {
       const err = await new Promise<Error>((resolve) => child.once('error', resolve));
       await exited;
@@ -282,7 +236,7 @@ export class ProjectRuntime {
     const ready = await waitForSocket(runtime, options.startTimeoutMs);
     if (ready !== null) {
       await runtime.kill();
-      throw new RuntimeStartError(`the function runtime did not start: ${ready}${lastError ? ` (${lastError})` : ''}`);
+      throw new RuntimeStartError(`the function runtime did not start: ${ready}${lastError() ? ` (${lastError()})` : ''}`);
     }
     if (options.mode === 'os') runtime.pid = workerdPid(runtime.holderPid) ?? runtime.holderPid;
     return runtime;
@@ -313,29 +267,6 @@ function controlHandler(targets: ReadonlyMap<string, TargetSpec>) {
   };
 }
 
-/**
- * The workerd process below the namespaces' holder: `unshare --fork` forks once, and its child execs
- * into the setup script and then workerd. Null when it cannot be found (it exited meanwhile).
- */
-function workerdPid(holder: number): number | null {
-  try {
-    const children = readFileSync(`/proc/${holder}/task/${holder}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    if (children.length > 0) return children[0]!;
-  } catch {
-    // No children file (a kernel without it): look the process up by its parent.
-  }
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === holder) return Number(entry);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return null;
-}
-
 /** Listens on a unix socket that the runtime's user may connect to. */
 function listen(server: Server, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -346,13 +277,6 @@ function listen(server: Server, path: string): Promise<void> {
       resolve();
     });
   });
-}
-
-function closeAll(servers: Server[]): void {
-  for (const s of servers) {
-    s.close();
-    s.closeAllConnections();
-  }
 }
 
 /** Resolves null once the runtime answers on its socket, else why not (it exited, or the time ran out). */
@@ -366,39 +290,4 @@ async function waitForSocket(runtime: ProjectRuntime, timeoutMs: number): Promis
     if (Date.now() >= deadline) return `it did not answer within ${timeoutMs} ms`;
     await new Promise((r) => setTimeout(r, wait));
   }
-}
-
-/** Calls `onLine` for each line of `stream` (a longer line than LINE_MAX is cut). */
-function lines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
-  let buffer = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (text: string) => {
-    buffer += text;
-    let nl = buffer.indexOf('\n');
-    while (nl >= 0) {
-      onLine(buffer.slice(0, nl));
-      buffer = buffer.slice(nl + 1);
-      nl = buffer.indexOf('\n');
-    }
-    if (buffer.length > LINE_MAX) {
-      onLine(buffer.slice(0, LINE_MAX));
-      buffer = '';
-    }
-  });
-  stream.on('end', () => {
-    if (buffer) onLine(buffer);
-    buffer = '';
-  });
-}
-
-/** A JSON line of the supervisor (`{t, s, m}`), or null. */
-function parseLine(line: string): { t: string; s: string; m: string } | null {
-  if (!line.startsWith('{"t":')) return null;
-  try {
-    const parsed = JSON.parse(line) as { t?: unknown; s?: unknown; m?: unknown };
-    if (typeof parsed.t === 'string' && typeof parsed.s === 'string' && typeof parsed.m === 'string') return { t: parsed.t, s: parsed.s, m: parsed.m };
-  } catch {
-    // Not ours.
-  }
-  return null;
 }

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../host-agent/agent.ts';
 import { packagedWorkerd } from '../../host-agent/functions/launch.ts';
-import { runtimeMemoryMb } from '../../host-agent/functions/runtime.ts';
+import { runtimeMemoryMb } from '../../host-agent/functions/limits.ts';
 import { RUNTIME_UID_BASE, uidOf } from '../../host-agent/functions/sandbox.ts';
 import { allVersions, deleteHead, getFunction, putVersion } from '../../shared/db/functions.ts';
 import { loadSettings } from '../../shared/config.ts';
