@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CgroupHost, sharesToWeight } from './cgroups.ts';
+import { sharesToWeight } from './cgroup-files.ts';
+import { CgroupHost } from './cgroups.ts';
 
 const temps: string[] = [];
 afterAll(() => {

@@ -318,3 +318,12 @@ export function probeCapabilities(host: string, port: number, timeoutMs: number)
     req.end();
   });
 }
+
+/** Runs `fn` over `items`, at most `width` at a time. */
+export async function bounded<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(width, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++] as T);
+  });
+  await Promise.all(workers);
+}

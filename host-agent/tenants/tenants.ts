@@ -15,7 +15,6 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import type { Settings } from '../../shared/config.ts';
 import type { Db } from '../../shared/db/client.ts';
-import { deletionsOf, projectKeyIds, type ProjectDeletion } from '../../shared/db/project-delete.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import type { Snapshot } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
@@ -24,22 +23,23 @@ import type { RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from
 import type { ProjectDeletedAnswer } from '../../shared/schemas/project-delete.ts';
 import { adoptOrStop } from './adoption.ts';
 import { EngineSlots } from './capacity.ts';
-import { finishDeletion, finishInBackground, markDeleting, type DeletionRequest } from './delete.ts';
+import type { DeletionRequest } from './delete.ts';
+import { ProjectDeletions } from './deletions.ts';
 import { Engines, type Live, type LiveEndpoint } from './engine.ts';
 import { EngineLaunch } from './engine-launch.ts';
 import { headOf, type Head } from './head.ts';
 import { SnapshotHolds } from './holds.ts';
-import { initDataDir } from './init.ts';
 import { layoutOf, type Layout } from './layout.ts';
 import { TenantLogs } from './logs.ts';
 import type { EnginePin } from './pin.ts';
-import { within } from './processes.ts';
+import { bounded, within } from './processes.ts';
 import { ProjectQueue, shuttingDown } from './queue.ts';
 import { discardReplaced, listReplaced, repairDiscards, type Deletion } from './replaced.ts';
 import { repairRestore, restoreSnapshot, type Restored } from './restore.ts';
 import { takeSnapshot } from './snapshot.ts';
+import { coldStart } from './wakeup.ts';
 import { removeSnapshot } from './snapshot-delete.ts';
-import { RecordedStates, type EmitLifecycle, type Recorded } from './state.ts';
+import { RecordedStates, type EmitLifecycle } from './state.ts';
 
 export type { LiveEndpoint } from './engine.ts';
 export type { Head } from './head.ts';
@@ -87,8 +87,7 @@ export class Tenants {
   readonly #states: RecordedStates;
   readonly #slots: EngineSlots;
   readonly #holds = new SnapshotHolds();
-  /** Deletions being finished (./delete.ts), one run per project at a time. */
-  readonly #finishing = new Map<string, Promise<void>>();
+  readonly #deletions: ProjectDeletions;
   #sweep: NodeJS.Timeout | undefined;
 
   constructor(deps: TenantsDeps) {
@@ -117,6 +116,14 @@ export class Tenants {
       facts: (projectId) => ({ running: this.#engines.get(projectId) !== undefined, hasData: existsSync(this.layout.dataDir(projectId)) }),
     });
     this.#slots = new EngineSlots(settings.SVCD_AGENT_CAPACITY, () => this.#engines.size);
+    this.#deletions = new ProjectDeletions({
+      ...deps,
+      layout: this.layout,
+      queue: this.#queue,
+      engines: this.#engines,
+      states: this.#states,
+      busyWith: (projectId) => this.busyWith(projectId),
+    });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -187,7 +194,7 @@ export class Tenants {
 
     const known = new Set([...tenants, ...this.#engines.projects()]);
     await bounded([...known], 8, (projectId) => this.#states.correctAtStart(projectId));
-    await this.#resumeDeletions();
+    await this.#deletions.resume();
 
     this.#sweep = setInterval(() => {
       for (const projectId of this.#engines.projects()) {
@@ -239,56 +246,11 @@ export class Tenants {
       // Refused before anything is written: past the capacity nothing starts (docs/lifecycle.md "Capacity").
       const release = this.#slots.claim(projectId);
       try {
-        return await this.#start(projectId, recorded);
+        return await coldStart({ layout: this.layout, now: this.#deps.now, pin: this.#deps.pin, engines: this.#engines, states: this.#states }, projectId, recorded);
       } finally {
         release();
       }
     });
-  }
-
-  /** The cold half of wakeup (the caller holds the queue and an engine slot). */
-  async #start(projectId: string, recorded: RecordedState): Promise<TenantStateAnswer> {
-    const engines = this.#engines;
-    await this.#deps.pin.ensure();
-    mkdirSync(this.layout.tenantDir(projectId), { recursive: true });
-    if (!existsSync(this.layout.dataDir(projectId))) {
-      await initDataDir(
-        this.layout,
-        projectId,
-        this.#deps.now(),
-        (dir) => engines.privateDir(dir),
-        (dir) => engines.command(projectId, ['init', '--data-dir', dir, '--json'], 'wakeup', engines.startTimeoutMs),
-      );
-    }
-    // The state is written while the engine boots, not after it: the write leaves the critical path.
-    // Until the engine is ready nobody can see the early `running` through the API: it is written
-    // unmarked, so GET asks this agent, which reconciles under this project's queue, held by this
-    // wakeup (docs/lifecycle.md "Reconciliation"). A failed start writes the truth back, and a crash
-    // in between is corrected by the next start's reconciliation.
-    let recording: Promise<Recorded> | null = null;
-    let live: Live;
-    try {
-      live = await engines.start(projectId, () => {
-        recording = this.#states.record(projectId, recorded, 'running', { early: true });
-        recording.catch(() => {});
-      });
-    } catch (err) {
-      await this.#states.undoEarlyRecord(projectId, recording);
-      throw err;
-    }
-    let recordedNow: Recorded;
-    try {
-      recordedNow = await (recording ?? this.#states.record(projectId, recorded, 'running'));
-    } catch (err) {
-      // An error answer must mean "not running": do not leave an engine behind the recorded state.
-      await engines.stop(live, 'its running state could not be recorded').catch(() => {});
-      throw err;
-    }
-    this.#states.notify(projectId, 'project.running', { state: 'running' });
-    // Marked kept now that it holds, beside the answer rather than before it: a GET meanwhile asks
-    // this agent, which finds it true.
-    if (recording) void this.#states.keep(projectId, recordedNow.answer);
-    return recordedNow.answer;
   }
 
   /** Sleep: any state → `sleeping`; the engine is stopped gracefully; the data directory stays. Idempotent. */
@@ -420,74 +382,7 @@ export class Tenants {
    * and at the next start.
    */
   deleteProject(projectId: string, request: DeletionRequest, forget: (keyIds: string[]) => void): Promise<ProjectDeletedAnswer> {
-    const busy = this.busyWith(projectId);
-    if (busy) return Promise.reject(errors.conflict(`${busy}: retry once it has finished`));
-    return this.#queue.run(projectId, async () => {
-      const busyNow = this.busyWith(projectId);
-      if (busyNow) throw errors.conflict(`${busyNow}: retry once it has finished`);
-      const { db, agentId, log } = this.#deps;
-      const live = this.#engines.get(projectId);
-      if (live) {
-        await this.#engines.stop(live, 'the project is being deleted');
-        // Recorded at once: should the deletion stop short of its commit point, the state is true.
-        await this.#states.correct(projectId);
-      }
-      const project = await getProject(db, projectId);
-      if (!project || project.agent_id !== agentId) throw errors.notFound(`project ${projectId} not found`);
-      const state = this.#states.truth(projectId, project.state);
-      // Read before the commit point, so a read that fails leaves the project whole.
-      const keyIds = await projectKeyIds(db, projectId);
-      const deletion = await markDeleting(this.#deletionParts(), project, request, state);
-      this.#queue.retire(projectId);
-      // Again after it: a key issued meanwhile must go too (a failed read leaves its entry to refresh).
-      const later = await projectKeyIds(db, projectId).catch(() => []);
-      forget([...new Set([...keyIds, ...later])]);
-      try {
-        await this.#finish(deletion);
-      } catch (err) {
-        log(`agent: deleting ${projectId} failed after its commit point: ${(err as Error).message}; finished in the background`);
-        finishInBackground(() => this.#finish(deletion), log, `deleting ${projectId}`, () => this.#queue.closed, 1000);
-      }
-      return { state, deleted_at: deletion.deleted_at };
-    });
-  }
-
-  /** Finishes a committed deletion; a second call while one runs joins it. */
-  #finish(deletion: ProjectDeletion): Promise<void> {
-    let running = this.#finishing.get(deletion.id);
-    if (!running) {
-      running = finishDeletion(this.#deletionParts(), deletion).finally(() => this.#finishing.delete(deletion.id));
-      this.#finishing.set(deletion.id, running);
-    }
-    return running;
-  }
-
-  /**
-   * At start (docs/lifecycle.md "Crash safety: agent start"): the deletions a crash interrupted.
-   * Their projects are refused from now on; what remains of them is removed in the background.
-   */
-  async #resumeDeletions(): Promise<void> {
-    const { db, agentId, log } = this.#deps;
-    let pending: ProjectDeletion[];
-    try {
-      pending = await deletionsOf(db, agentId);
-    } catch (err) {
-      log(`agent: reading the deletions to finish failed: ${(err as Error).message}; retried at the next start`);
-      return;
-    }
-    for (const deletion of pending) {
-      this.#queue.retire(deletion.id);
-      const live = this.#engines.get(deletion.id);
-      if (live) await this.#engines.stop(live, 'the project is being deleted').catch(() => {});
-      log(`agent: deleting ${deletion.id}: resumed at start`);
-      finishInBackground(() => this.#finish(deletion), log, `deleting ${deletion.id}`, () => this.#queue.closed);
-    }
-  }
-
-  /** What a project's deletion needs. */
-  #deletionParts() {
-    const { db, settings, now, log } = this.#deps;
-    return { db, settings, layout: this.layout, now, log };
+    return this.#deletions.delete(projectId, request, forget);
   }
 
   /** What head, snapshot, restore and the deletions need. */
@@ -495,13 +390,4 @@ export class Tenants {
     const { db, now, pin, log } = this.#deps;
     return { db, layout: this.layout, logs: this.logs, now, pin, log, engines: this.#engines };
   }
-}
-
-/** Runs `fn` over `items`, at most `width` at a time. */
-async function bounded<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  });
-  await Promise.all(workers);
 }
