@@ -1,5 +1,7 @@
 /** Builds the handlers' `deps` from an environment record, once per isolate or process. */
 import { createAgentClient } from '../shared/agent-client.ts';
+import { s3BlobStore } from '../shared/blobs/s3.ts';
+import type { BlobStore } from '../shared/blobs/store.ts';
 import { cursorSeal } from '../shared/cursors.ts';
 import { loadSettings } from '../shared/config.ts';
 import { consoleLog, type Log } from '../shared/log.ts';
@@ -15,6 +17,7 @@ import { PlacementCache } from './domain/placement-cache.ts';
 export function buildDeps(env: Record<string, unknown>, log?: Log, db: DbOptions = {}): Deps {
   const settings = loadSettings(env);
   const now = () => Date.now();
+  let s3: BlobStore | undefined;
   return {
     settings,
     db: createDb(settings, db),
@@ -23,6 +26,8 @@ export function buildDeps(env: Record<string, unknown>, log?: Log, db: DbOptions
     secrets: parseKeyRing(settings),
     cursors: cursorSeal(settings.SVCD_SESSION_SECRET),
     placement: new PlacementCache({ now }),
+    // Built on first use: a deployment on the fs backend never opens an S3 client.
+    s3Blobs: () => (s3 ??= s3BlobStore(settings)),
     // JSON lines through console unless the entry brings its own (pino on Node: handlers/node-server.ts).
     log: log ?? consoleLog('handlers', settings.SVCD_LOG_LEVEL),
     now,

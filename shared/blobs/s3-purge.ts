@@ -6,7 +6,7 @@
  */
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ServiceError, errors } from '../errors.ts';
-import { createS3Client, s3BlobStore, s3KeyOf, type S3Settings } from './s3.ts';
+import { createS3BlobStore, createS3Client, s3KeyOf, type S3Settings } from './s3.ts';
 
 /** Deletes at most this many blobs at once. */
 const WIDTH = 8;
@@ -14,7 +14,7 @@ const WIDTH = 8;
 /** Deletes every S3 blob of `projectId`; answers how many there were. Idempotent. */
 export async function deleteProjectS3Blobs(settings: S3Settings, projectId: string): Promise<number> {
   const client = createS3Client(settings);
-  const store = s3BlobStore(settings);
+  const store = createS3BlobStore(client, settings.SVCD_S3_BUCKET);
   const prefix = s3KeyOf(projectId, '');
   let deleted = 0;
   try {

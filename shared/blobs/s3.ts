@@ -7,25 +7,19 @@
  *   trailer inside the object.
  * - Requests go through the SDK's fetch handler everywhere (workerd, and Node for tests and the Node
  *   adapter), because the Node handler cannot send a web ReadableStream body: one streaming path.
- * - A body with a declared length is streamed in one PutObject; a body without one is sent as a
- *   multipart upload of bounded parts (S3 needs a length per request), so memory stays bounded
- *   either way. The ETag is the store's answer to the write; the size is the byte count the store
- *   acknowledged (it checks every request's length).
+ * - A body with a declared length is streamed in one PutObject; a body without one goes through
+ *   @aws-sdk/lib-storage's `Upload` (S3 needs a length per request): one PutObject when it fits one
+ *   part, else a multipart upload of bounded parts, one in flight, aborted on any failure, so memory
+ *   stays bounded and nothing is left behind. The ETag is the store's answer to the write; the size
+ *   is the byte count the store acknowledged (it checks every request's length).
  * - Blob keys are `blobs/<project>/<name>`: `name` is a hash (shared/blobs/names.ts), never the key.
  * - SDK failures are translated here: a missing object is `null`, anything else is 502
  *   `upstream_unavailable` naming the S3 error, never its message (docs/api.md "Errors").
+ * - A store is built once per isolate or process by its owner (the handlers' `Deps`, the agent's
+ *   module store), never found through module state.
  */
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  UploadPartCommand,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import type { Settings } from '../config.ts';
 import { ServiceError, errors } from '../errors.ts';
@@ -64,173 +58,160 @@ export function s3KeyOf(project: string, name: string): string {
   return `blobs/${project}/${name}`;
 }
 
-const stores = new WeakMap<S3Settings, BlobStore>();
-
-/** The `s3` store of a deployment, built on first use and reused (one client per isolate). */
+/** The `s3` store of a deployment, over a client of its own: its caller keeps it for the isolate's life. */
 export function s3BlobStore(settings: S3Settings): BlobStore {
-  let store = stores.get(settings);
-  if (!store) {
-    store = createS3BlobStore(createS3Client(settings), settings.SVCD_S3_BUCKET);
-    stores.set(settings, store);
-  }
-  return store;
+  return createS3BlobStore(createS3Client(settings), settings.SVCD_S3_BUCKET);
 }
 
 /** An `s3` store over `client` and one S3 bucket. */
 export function createS3BlobStore(client: S3Client, bucket: string): BlobStore {
-  async function head(key: string): Promise<BlobWritten> {
-    const out = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+  return new S3BlobStore(client, bucket);
+}
+
+class S3BlobStore implements BlobStore {
+  readonly backend = 's3' as const;
+  readonly #client: S3Client;
+  readonly #bucket: string;
+
+  constructor(client: S3Client, bucket: string) {
+    this.#client = client;
+    this.#bucket = bucket;
+  }
+
+  async put(project: string, name: string, input: BlobPut): Promise<BlobWritten> {
+    const key = s3KeyOf(project, name);
+    if (input.length !== null && input.length > input.maxBytes) throw tooLargeError(input.maxBytes);
+    let written = false;
+    try {
+      const { etag, size } = input.length !== null ? await this.#putSized(key, input, input.length) : await this.#putUnsized(key, input);
+      written = true;
+      // The store acknowledged exactly these bytes (it checks every request's length); a store
+      // that answers no ETag is asked for both.
+      return etag ? { size, etag: unquote(etag) } : await this.#head(key);
+    } catch (err) {
+      if (written) await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: key })).catch(() => {});
+      throw translate(err);
+    }
+  }
+
+  /**
+   * A declared length bounds the body already (the HTTP layer delimits it, and the store checks it),
+   * so the request body goes to the store untouched: in workerd a stream stage written in
+   * JavaScript would cost most of the throughput and lose the length.
+   */
+  async #putSized(key: string, input: BlobPut, length: number): Promise<{ etag?: string | undefined; size: number }> {
+    const out = await this.#client.send(
+      new PutObjectCommand({
+        Bucket: this.#bucket,
+        Key: key,
+        Body: length === 0 ? new Uint8Array(0) : input.body,
+        ContentLength: length,
+        ContentType: input.contentType,
+      }),
+      { abortSignal: input.signal },
+    );
+    if (length === 0) await input.body.cancel().catch(() => {});
+    return { etag: out.ETag, size: length };
+  }
+
+  /**
+   * A body of unknown length, counted against the limit as `Upload` reads it. A failure of the body
+   * (over the limit, the request aborted) fails the upload, which aborts its multipart upload before
+   * `done()` settles: nothing is left in the bucket. The body's failure is the one reported, even
+   * when the abort fails too (s3rver answers AbortMultipartUpload 405).
+   */
+  async #putUnsized(key: string, input: BlobPut): Promise<{ etag?: string | undefined; size: number }> {
+    const counted = countedBody(input.body, input.maxBytes, input.signal);
+    const upload = new Upload({
+      client: this.#client,
+      params: { Bucket: this.#bucket, Key: key, Body: counted.body, ContentType: input.contentType },
+      partSize: S3_PART_BYTES,
+      queueSize: 1,
+      leavePartsOnError: false,
+    });
+    try {
+      const out = await upload.done();
+      return { etag: out.ETag, size: counted.size() };
+    } catch (err) {
+      throw counted.failure() ?? err;
+    }
+  }
+
+  async #head(key: string): Promise<BlobWritten> {
+    const out = await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
     if (typeof out.ContentLength !== 'number' || !out.ETag) throw errors.upstream('the s3 blob store answered without a size or ETag');
     return { size: out.ContentLength, etag: unquote(out.ETag) };
   }
 
-  /**
-   * Sends a body of unknown length, counting it against the limit as it is read (the part buffer
-   * is where the bytes go anyway: no extra stream stage). Answers the store's ETag and the size.
-   */
-  async function putWithoutLength(key: string, body: ReadableStream<Uint8Array>, input: BlobPut): Promise<{ etag?: string; size: number }> {
-    const reader = body.getReader();
-    let size = 0;
-    // One part buffer, reused: each part is sent before the next is read (bounded memory). A limit
-    // below the part size never fills it, since the counting stream fails first.
-    const part = new Uint8Array(Math.min(S3_PART_BYTES, input.maxBytes + 1));
-    let filled = 0;
-    let uploadId: string | undefined;
-    const parts: { PartNumber: number; ETag: string }[] = [];
-    const opts = { abortSignal: input.signal };
-    const sendPart = async () => {
-      if (!uploadId) {
-        const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: input.contentType }), opts);
-        uploadId = created.UploadId;
-        if (!uploadId) throw errors.upstream('the s3 blob store did not start a multipart upload');
-      }
-      const PartNumber = parts.length + 1;
-      const out = await client.send(
-        new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber, Body: part.subarray(0, filled), ContentLength: filled }),
-        opts,
-      );
-      if (!out.ETag) throw errors.upstream('the s3 blob store answered a part without an ETag');
-      parts.push({ PartNumber, ETag: out.ETag });
-      filled = 0;
-    };
+  async get(project: string, name: string, range?: ByteRange, signal?: AbortSignal): Promise<BlobBytes | null> {
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > input.maxBytes) throw tooLargeError(input.maxBytes);
-        let at = 0;
-        while (at < value.byteLength) {
-          if (filled === part.byteLength) await sendPart();
-          const n = Math.min(part.byteLength - filled, value.byteLength - at);
-          part.set(value.subarray(at, at + n), filled);
-          filled += n;
-          at += n;
-        }
-      }
-      if (!uploadId) {
-        // The whole body fit one part: a plain PutObject.
-        const out = await client.send(
-          new PutObjectCommand({ Bucket: bucket, Key: key, Body: part.subarray(0, filled), ContentLength: filled, ContentType: input.contentType }),
-          opts,
-        );
-        return { etag: out.ETag, size };
-      }
-      if (filled > 0) await sendPart();
-      const out = await client.send(
-        new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
-        opts,
+      const out = await this.#client.send(
+        new GetObjectCommand({
+          Bucket: this.#bucket,
+          Key: s3KeyOf(project, name),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+        { abortSignal: signal },
       );
-      return { etag: out.ETag, size };
+      if (!out.Body || typeof out.ContentLength !== 'number') throw errors.upstream('the s3 blob store answered without a body');
+      const body = out.Body.transformToWebStream() as ReadableStream<Uint8Array>;
+      if (!range) return { body, length: out.ContentLength };
+      return await withinRange(body, range, out.ContentRange, out.ContentLength);
     } catch (err) {
-      reader.cancel(err).catch(() => {});
-      if (uploadId) {
-        await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => {});
-      }
-      throw err;
+      if (isMissing(err)) return null;
+      throw translate(err);
     }
   }
 
-  return {
-    backend: 's3',
+  async delete(project: string, name: string): Promise<void> {
+    try {
+      await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: s3KeyOf(project, name) }));
+    } catch (err) {
+      if (isMissing(err)) return;
+      throw translate(err);
+    }
+  }
+}
 
-    async put(project: string, name: string, input: BlobPut): Promise<BlobWritten> {
-      const key = s3KeyOf(project, name);
-      if (input.length !== null && input.length > input.maxBytes) throw tooLargeError(input.maxBytes);
-      let written = false;
-      try {
-        let etag: string | undefined;
-        let size: number;
-        if (input.length !== null) {
-          // A declared length bounds the body already (the HTTP layer delimits it, and the store
-          // checks it), so the request body goes to the store untouched: in workerd a stream stage
-          // written in JavaScript would cost most of the throughput and lose the length.
-          const out = await client.send(
-            new PutObjectCommand({
-              Bucket: bucket,
-              Key: key,
-              Body: input.length === 0 ? new Uint8Array(0) : input.body,
-              ContentLength: input.length,
-              ContentType: input.contentType,
-            }),
-            { abortSignal: input.signal },
-          );
-          if (input.length === 0) await input.body.cancel().catch(() => {});
-          etag = out.ETag;
-          size = input.length;
-        } else {
-          ({ etag, size } = await putWithoutLength(key, input.body, input));
-        }
-        written = true;
-        // The store acknowledged exactly these bytes (it checks every request's length); a store
-        // that answers no ETag is asked for both.
-        return etag ? { size, etag: unquote(etag) } : await head(key);
-      } catch (err) {
-        if (written) await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => {});
-        throw translate(err);
-      }
+/**
+ * `body` counted as it is read: past `maxBytes` it fails with 413, and once `signal` aborts with the
+ * abort's reason, failing whoever reads it. `size()` is the count so far; `failure()` the body's own
+ * failure, if it failed.
+ */
+function countedBody(
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+): { body: ReadableStream<Uint8Array>; size(): number; failure(): unknown } {
+  let size = 0;
+  let failure: unknown;
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw (failure = tooLargeError(maxBytes));
+      controller.enqueue(chunk);
     },
+  });
+  signal?.addEventListener('abort', () => (failure ??= signal.reason), { once: true });
+  return { body: body.pipeThrough(counter, signal ? { signal } : {}), size: () => size, failure: () => failure };
+}
 
-    async get(project: string, name: string, range?: ByteRange, signal?: AbortSignal): Promise<BlobBytes | null> {
-      try {
-        const out = await client.send(
-          new GetObjectCommand({
-            Bucket: bucket,
-            Key: s3KeyOf(project, name),
-            ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
-          }),
-          { abortSignal: signal },
-        );
-        if (!out.Body || typeof out.ContentLength !== 'number') throw errors.upstream('the s3 blob store answered without a body');
-        const body = out.Body.transformToWebStream() as ReadableStream<Uint8Array>;
-        if (!range) return { body, length: out.ContentLength };
-        // A store may answer more than the range asked (RFC 9110 lets it ignore Range; s3rver
-        // answers `bytes=0-0` with the whole object): cut the answer down to the range.
-        const got = /^bytes (\d+)-(\d+)\/\d+$/.exec(out.ContentRange ?? '');
-        const gotStart = got ? Number(got[1]) : 0;
-        const gotEnd = got ? Number(got[2]) : out.ContentLength - 1;
-        const length = range.end - range.start + 1;
-        if (gotStart === range.start && gotEnd === range.end) return { body, length };
-        if (gotStart > range.start || gotEnd < range.end) {
-          await body.cancel().catch(() => {});
-          throw errors.upstream('the s3 blob store answered another range than asked');
-        }
-        return { body: body.pipeThrough(sliceStream(range.start - gotStart, length)), length };
-      } catch (err) {
-        if (isMissing(err)) return null;
-        throw translate(err);
-      }
-    },
-
-    async delete(project: string, name: string): Promise<void> {
-      try {
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3KeyOf(project, name) }));
-      } catch (err) {
-        if (isMissing(err)) return;
-        throw translate(err);
-      }
-    },
-  };
+/**
+ * The asked `range` of an answer to a ranged GET. A store may answer more than the range asked (RFC
+ * 9110 lets it ignore Range; s3rver answers `bytes=0-0` with the whole object): cut the answer down
+ * to the range.
+ */
+async function withinRange(body: ReadableStream<Uint8Array>, range: ByteRange, contentRange: string | undefined, contentLength: number): Promise<BlobBytes> {
+  const got = /^bytes (\d+)-(\d+)\/\d+$/.exec(contentRange ?? '');
+  const gotStart = got ? Number(got[1]) : 0;
+  const gotEnd = got ? Number(got[2]) : contentLength - 1;
+  const length = range.end - range.start + 1;
+  if (gotStart === range.start && gotEnd === range.end) return { body, length };
+  if (gotStart > range.start || gotEnd < range.end) {
+    await body.cancel().catch(() => {});
+    throw errors.upstream('the s3 blob store answered another range than asked');
+  }
+  return { body: body.pipeThrough(sliceStream(range.start - gotStart, length)), length };
 }
 
 /** Passes `take` bytes after skipping `skip`, then ends. */

@@ -3,7 +3,6 @@
  * (docs/storage.md "The `s3` backend"), and the deletion of blobs nothing references any more.
  */
 import { BlobAgentUnreachableError, agentBlobStore } from '../../../shared/blobs/agent.ts';
-import { s3BlobStore } from '../../../shared/blobs/s3.ts';
 import type { BlobBackend, BlobStore } from '../../../shared/blobs/store.ts';
 import type { ProjectRecord } from '../../../shared/db/projects.ts';
 import { ServiceError, errors } from '../../../shared/errors.ts';
@@ -12,7 +11,7 @@ import { agentFor, rememberedAgent } from '../placement.ts';
 
 /** The store holding a row's bytes: `s3` from settings, `fs` on the project's host agent. */
 export async function storeFor(deps: Deps, requestId: string, project: ProjectRecord, backend: BlobBackend): Promise<BlobStore> {
-  if (backend === 's3') return s3BlobStore(deps.settings);
+  if (backend === 's3') return deps.s3Blobs();
   // A record of the agent read in the last seconds will do (handlers/domain/placement.ts): the byte
   // routes then make one DynamoDB round trip less.
   const agent = await storageAgent(deps, project, true);
@@ -72,7 +71,7 @@ export function earlyStore(
   projectId: string,
   backend: BlobBackend,
 ): { store: BlobStore; agentId: string | null } | null {
-  if (backend === 's3') return { store: s3BlobStore(deps.settings), agentId: null };
+  if (backend === 's3') return { store: deps.s3Blobs(), agentId: null };
   const agent = rememberedAgent(deps, projectId);
   if (!agent) return null;
   return { store: forgetting(deps, agentBlobStore(deps.agents, agent, requestId)), agentId: agent.agent_id };
