@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { routeTable } from '../../handlers/index.ts';
+import { HANDLER_ROUTES } from '../../shared/api/index.ts';
 import { settingsSchema } from '../../shared/config.ts';
 import { GSI1, TABLE_KEYS } from '../../shared/db/table.ts';
 import { gatewayPath, generateTemplate, isGatewayRoute, templateText } from './template.ts';
@@ -26,20 +26,23 @@ describe('the deployment template', () => {
     expect(t.Resources.BlobBucket.Properties.BucketEncryption).toBeDefined();
   });
 
-  it('routes every gateway-capable handler route, and none of the byte or stream routes', () => {
+  it('routes every gateway-capable declared route, and none of the byte, stream or event routes', () => {
     const t = generateTemplate() as any;
     const keys = Object.values(t.Resources)
       .filter((r: any) => r.Type === 'AWS::ApiGatewayV2::Route')
       .map((r: any) => r.Properties.RouteKey)
       .sort();
     const expected = [
-      ...new Set(routeTable().filter(([m, p]) => isGatewayRoute(m, p)).map(([m, p]) => `${m === 'ALL' ? 'ANY' : m} ${gatewayPath(p)}`)),
+      ...new Set(HANDLER_ROUTES.filter(isGatewayRoute).map((r) => `${r.method} ${gatewayPath(r.path)}`)),
     ].sort();
     expect(keys).toEqual(expected);
     expect(keys).toContain('POST /v0/projects');
     expect(keys).toContain('GET /v0/projects/{id}');
     expect(keys.some((k: string) => k.includes('/realtime/subscribe'))).toBe(false);
     expect(keys.some((k: string) => /^PUT .*storage\/objects\//.test(k))).toBe(false);
+    expect(keys.some((k: string) => k.includes('/invoke'))).toBe(false);
+    expect(keys).not.toContain('GET /v0/projects/{id}/logs');
+    expect(keys).not.toContain('PUT /v0/projects/{id}/functions/{name}');
   });
 
   it('passes every secret as a NoEcho parameter, never a literal', () => {

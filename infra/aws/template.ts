@@ -1,31 +1,30 @@
 /**
  * The AWS deployment template (CloudFormation), generated from the code: the DynamoDB table from
- * `shared/db/table.ts`, the gateway routes from the handlers' own route table, and parameters for
- * every secret setting. `npm run infra:template` writes infra/aws/template.json; a test checks the
- * committed file against this generator, so the template can never drift from the code.
+ * `shared/db/table.ts`, the gateway routes from the route declarations (shared/api/), and parameters
+ * for every secret setting. `npm run infra:template` writes infra/aws/template.json; a test checks
+ * the committed file against this generator, so the template can never drift from the code.
  */
-import { routeTable } from '../../handlers/index.ts';
+import { HANDLER_ROUTES, isLongLived, type RouteDecl } from '../../shared/api/index.ts';
 import { TTL_ATTRIBUTE, tableDefinition } from '../../shared/db/table.ts';
 
-/** Routes a function gateway cannot serve: large bodies and long-lived streams go to Node workers. */
-export const NODE_ONLY_ROUTES: [string, RegExp][] = [
-  ['PUT', /^\/v0\/projects\/:id\/storage\/objects\//],
-  ['GET', /^\/v0\/projects\/:id\/storage\/objects\//],
-  ['GET', /^\/v0\/projects\/:id\/realtime\/subscribe$/],
-  // Function deploys (up to SVCD_FUNCTION_MAX_BYTES, past Lambda's 6 MB) and invocations (streamed both
-  // ways, up to 60 s), docs/functions.md.
-  ['PUT', /^\/v0\/projects\/:id\/functions\/:name$/],
-  ...['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((m): [string, RegExp] => [m, /^\/v0\/projects\/:id\/functions\/:name\/invoke(?:\/|$)/]),
-];
-
-/** True when a route is served by the function gateway (the rest go to the Node workers). */
-export function isGatewayRoute(method: string, path: string): boolean {
-  return !NODE_ONLY_ROUTES.some(([m, re]) => m === method && re.test(path));
+/**
+ * Whether the function gateway serves a route: not when its bodies are bytes or streams or its
+ * answer an event stream (object bytes, function deploys and invocations, realtime subscribe, engine
+ * logs with `follow`) — a gateway caps bodies and cannot hold an answer open; those go to the Node
+ * workers (docs/deploy.md "The routing split").
+ */
+export function isGatewayRoute(route: RouteDecl): boolean {
+  return route.servedBy === 'handlers' && !isLongLived(route);
 }
 
 /** Converts an itty-router pattern into an API Gateway route key path (`:id` → `{id}`, `:key+` → `{key+}`). */
 export function gatewayPath(path: string): string {
   return path.replace(/:(\w+)\+/g, '{$1+}').replace(/:(\w+)/g, '{$1}');
+}
+
+/** The gateway's route keys (`METHOD /path`), sorted, one per method and path. */
+export function gatewayRouteKeys(): string[] {
+  return [...new Set(HANDLER_ROUTES.filter(isGatewayRoute).map((r) => `${r.method} ${gatewayPath(r.path)}`))].sort();
 }
 
 const SECRET_PARAMETERS = {
@@ -35,93 +34,104 @@ const SECRET_PARAMETERS = {
   SecretsKeys: 'SVCD_SECRETS_KEYS',
 } as const;
 
-/** The CloudFormation template as a plain object. */
-export function generateTemplate(): Record<string, unknown> {
+/** The one DynamoDB table and its index (shared/db/table.ts). */
+function tableResource(): Record<string, unknown> {
   const table = tableDefinition('__TABLE__');
-  const routes = routeTable()
-    .filter(([method, path]) => isGatewayRoute(method, path))
-    .map(([method, path]) => `${method === 'ALL' ? 'ANY' : method} ${gatewayPath(path)}`);
-  const uniqueRoutes = [...new Set(routes)].sort();
+  return {
+    Type: 'AWS::DynamoDB::Table',
+    DeletionPolicy: 'Retain',
+    UpdateReplacePolicy: 'Retain',
+    Properties: {
+      TableName: { 'Fn::Sub': '${AWS::StackName}-svc' },
+      BillingMode: table.BillingMode,
+      AttributeDefinitions: table.AttributeDefinitions,
+      KeySchema: table.KeySchema,
+      GlobalSecondaryIndexes: table.GlobalSecondaryIndexes,
+      SSESpecification: { SSEEnabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      // Items that are useless after a time carry it in this attribute (shared/db/table.ts).
+      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+    },
+  };
+}
 
-  const resources: Record<string, unknown> = {
-    Table: {
-      Type: 'AWS::DynamoDB::Table',
-      DeletionPolicy: 'Retain',
-      UpdateReplacePolicy: 'Retain',
-      Properties: {
-        TableName: { 'Fn::Sub': '${AWS::StackName}-svc' },
-        BillingMode: table.BillingMode,
-        AttributeDefinitions: table.AttributeDefinitions,
-        KeySchema: table.KeySchema,
-        GlobalSecondaryIndexes: table.GlobalSecondaryIndexes,
-        SSESpecification: { SSEEnabled: true },
-        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-        // Items that are useless after a time carry it in this attribute (shared/db/table.ts).
-        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-      },
+/** The private, encrypted bucket the `s3` blob store writes to. */
+function blobBucketResource(): Record<string, unknown> {
+  return {
+    Type: 'AWS::S3::Bucket',
+    DeletionPolicy: 'Retain',
+    UpdateReplacePolicy: 'Retain',
+    Properties: {
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
     },
-    BlobBucket: {
-      Type: 'AWS::S3::Bucket',
-      DeletionPolicy: 'Retain',
-      UpdateReplacePolicy: 'Retain',
-      Properties: {
-        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
-        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
-        OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+  };
+}
+
+/** The handlers function's role: its table and its bucket, nothing else. */
+function functionRoleResource(): Record<string, unknown> {
+  return {
+    Type: 'AWS::IAM::Role',
+    Properties: {
+      AssumeRolePolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
       },
-    },
-    FunctionRole: {
-      Type: 'AWS::IAM::Role',
-      Properties: {
-        AssumeRolePolicyDocument: {
-          Version: '2012-10-17',
-          Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+      ManagedPolicyArns: ['arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+      Policies: [
+        {
+          PolicyName: 'svc-data',
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                Effect: 'Allow',
+                Action: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
+                Resource: [{ 'Fn::GetAtt': ['Table', 'Arn'] }, { 'Fn::Sub': '${Table.Arn}/index/*' }],
+              },
+              {
+                Effect: 'Allow',
+                Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+                Resource: { 'Fn::Sub': '${BlobBucket.Arn}/*' },
+              },
+            ],
+          },
         },
-        ManagedPolicyArns: ['arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
-        Policies: [
-          {
-            PolicyName: 'svc-data',
-            PolicyDocument: {
-              Version: '2012-10-17',
-              Statement: [
-                {
-                  Effect: 'Allow',
-                  Action: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
-                  Resource: [{ 'Fn::GetAtt': ['Table', 'Arn'] }, { 'Fn::Sub': '${Table.Arn}/index/*' }],
-                },
-                {
-                  Effect: 'Allow',
-                  Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
-                  Resource: { 'Fn::Sub': '${BlobBucket.Arn}/*' },
-                },
-              ],
-            },
-          },
-        ],
-      },
+      ],
     },
-    Function: {
-      Type: 'AWS::Lambda::Function',
-      Properties: {
-        Runtime: 'nodejs24.x',
-        Handler: 'gateway.handler',
-        Architectures: ['arm64'],
-        MemorySize: 512,
-        Timeout: 29,
-        Role: { 'Fn::GetAtt': ['FunctionRole', 'Arn'] },
-        Code: { S3Bucket: { Ref: 'CodeBucket' }, S3Key: { Ref: 'CodeKey' } },
-        Environment: {
-          Variables: {
-            SVCD_TABLE: { Ref: 'Table' },
-            SVCD_DYNAMODB_REGION: { Ref: 'AWS::Region' },
-            SVCD_BLOB_BACKEND: 's3',
-            SVCD_S3_BUCKET: { Ref: 'BlobBucket' },
-            SVCD_S3_REGION: { Ref: 'AWS::Region' },
-            ...Object.fromEntries(Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [setting, { Ref: param }])),
-          },
+  };
+}
+
+/** The handlers function (`dist/gateway.mjs`), its settings from the stack's resources and parameters. */
+function functionResource(): Record<string, unknown> {
+  return {
+    Type: 'AWS::Lambda::Function',
+    Properties: {
+      Runtime: 'nodejs24.x',
+      Handler: 'gateway.handler',
+      Architectures: ['arm64'],
+      MemorySize: 512,
+      Timeout: 29,
+      Role: { 'Fn::GetAtt': ['FunctionRole', 'Arn'] },
+      Code: { S3Bucket: { Ref: 'CodeBucket' }, S3Key: { Ref: 'CodeKey' } },
+      Environment: {
+        Variables: {
+          SVCD_TABLE: { Ref: 'Table' },
+          SVCD_DYNAMODB_REGION: { Ref: 'AWS::Region' },
+          SVCD_BLOB_BACKEND: 's3',
+          SVCD_S3_BUCKET: { Ref: 'BlobBucket' },
+          SVCD_S3_REGION: { Ref: 'AWS::Region' },
+          ...Object.fromEntries(Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [setting, { Ref: param }])),
         },
       },
     },
+  };
+}
+
+/** The HTTP API in front of the function, its integration, stage and permission to invoke it. */
+function apiResources(): Record<string, unknown> {
+  return {
     HttpApi: { Type: 'AWS::ApiGatewayV2::Api', Properties: { Name: { 'Fn::Sub': '${AWS::StackName}-api' }, ProtocolType: 'HTTP' } },
     Integration: {
       Type: 'AWS::ApiGatewayV2::Integration',
@@ -143,13 +153,20 @@ export function generateTemplate(): Record<string, unknown> {
       },
     },
   };
-  uniqueRoutes.forEach((routeKey, i) => {
-    resources[`Route${String(i).padStart(3, '0')}`] = {
-      Type: 'AWS::ApiGatewayV2::Route',
-      Properties: { ApiId: { Ref: 'HttpApi' }, RouteKey: routeKey, Target: { 'Fn::Sub': 'integrations/${Integration}' } },
-    };
-  });
+}
 
+/** One API route per gateway route key (`gatewayRouteKeys`). */
+function routeResources(): Record<string, unknown> {
+  return Object.fromEntries(
+    gatewayRouteKeys().map((routeKey, i) => [
+      `Route${String(i).padStart(3, '0')}`,
+      { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: { Ref: 'HttpApi' }, RouteKey: routeKey, Target: { 'Fn::Sub': 'integrations/${Integration}' } } },
+    ]),
+  );
+}
+
+/** The CloudFormation template as a plain object. */
+export function generateTemplate(): Record<string, unknown> {
   return {
     AWSTemplateFormatVersion: '2010-09-09',
     Description: 'svc-cloud control plane: DynamoDB table, private S3 bucket, handlers function behind an HTTP API (generated by infra/aws/template.ts; do not edit)',
@@ -160,7 +177,14 @@ export function generateTemplate(): Record<string, unknown> {
         Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [param, { Type: 'String', NoEcho: true, MinLength: 32, Description: `${setting}` }]),
       ),
     },
-    Resources: resources,
+    Resources: {
+      Table: tableResource(),
+      BlobBucket: blobBucketResource(),
+      FunctionRole: functionRoleResource(),
+      Function: functionResource(),
+      ...apiResources(),
+      ...routeResources(),
+    },
     Outputs: {
       ApiUrl: { Value: { 'Fn::GetAtt': ['HttpApi', 'ApiEndpoint'] } },
       TableName: { Value: { Ref: 'Table' } },

@@ -61,11 +61,12 @@ export type RequestBody<S extends z.ZodType = z.ZodType> =
   | { flow: 'bytes' | 'stream'; media: Media };
 
 /**
- * How the success answer's body flows: `json`; `bytes` (an object's bytes); `stream` (relayed
+ * How the success answer's body flows: `json`; `text` (a small body of its own media type, held
+ * whole: the console's files); `bytes` (an object's bytes, streamed, any size); `stream` (relayed
  * unchanged, any length and time: an invocation's or the engine's answer); `events` (Server-Sent
  * Events, long-lived); `none` (no body).
  */
-export type AnswerFlow = 'none' | 'json' | 'bytes' | 'stream' | 'events';
+export type AnswerFlow = 'none' | 'json' | 'text' | 'bytes' | 'stream' | 'events';
 
 /** One success answer of a route. */
 export interface Answer {

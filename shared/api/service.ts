@@ -42,7 +42,7 @@ export const consolePage = route({
     304: { description: 'not modified (If-None-Match)' },
     308: { description: '`/console` to `/console/`', headers: { Location: '`/console/`' } },
   },
-  answerFlow: 'bytes',
+  answerFlow: 'text',
   errors: [404],
 });
 
@@ -58,6 +58,6 @@ export const consoleFile = route({
     200: { description: 'the file', content: { type: 'text/javascript', description: 'a script or a stylesheet' }, headers: { ETag: 'validator' } },
     304: { description: 'not modified (If-None-Match)' },
   },
-  answerFlow: 'bytes',
+  answerFlow: 'text',
   errors: [404],
 });

@@ -1,10 +1,11 @@
 /**
  * Property-based robustness: random bodies, headers and ids thrown at every registered route answer
  * a well-formed 4xx envelope (or the route's success), never a 500, never a hang or a crash.
- * The route list comes from the router itself, so every route added later is covered.
+ * The route list is the declarations' (shared/api/), so every route added later is covered.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HANDLER_ROUTES, service } from '../../shared/api/index.ts';
 import { URL_CREDENTIAL_PARAMS } from '../../shared/schemas/realtime.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
@@ -63,9 +64,8 @@ function pathFor(pattern: string, params: string[], useProject: boolean, query: 
 
 describe('every route under random input', () => {
   it('answers without 500s, with an error envelope on every error', async () => {
-    const routes = svc.app.routes.filter(([, path]) => !path.includes('*'));
-    expect(routes.length).toBeGreaterThan(5);
-    for (const [method, pattern] of routes) {
+    expect(HANDLER_ROUTES.length).toBeGreaterThan(5);
+    for (const { method, path: pattern } of HANDLER_ROUTES) {
       await fc.assert(
         fc.asyncProperty(
           fc.array(segment, { minLength: 1, maxLength: 4 }),
@@ -79,7 +79,7 @@ describe('every route under random input', () => {
             if (auth === 'SESSION') headers.authorization = `Bearer ${pattern === '/v0/sessions/current' ? await disposableSession() : token}`;
             else if (auth !== undefined) headers.authorization = auth;
             if (ctype) headers['content-type'] = ctype;
-            const m = method === 'ALL' ? 'POST' : method;
+            const m = method;
             const project = m === 'DELETE' && pattern === '/v0/projects/:id' && useProject ? await disposableProject() : projectId;
             const r = await svc.app.fetch(
               new Request(`http://svc.test${pathFor(pattern, params, useProject, query, project)}`, {
@@ -121,12 +121,15 @@ const KNOWN = new Set(['limit', 'cursor', 'bucket', 'channel', 'project']);
 
 describe('every route under an unknown query parameter', () => {
   it('answers 400 naming it, whatever else the request holds', async () => {
-    // Health is a probe and takes what a prober sends; `…/objects/{bucket}` without a key is 400 anyway;
-    // an invocation's query is the function's own (docs/functions.md "Invoke"); the console's files
-    // exist only in a built bundle (handlers/console-assets.ts), so test/e2e/browser-assets.test.ts checks them.
-    const routes = svc.app.routes.filter(([, path]) => path !== '/v0/health' && !path.includes('*') && !path.includes('/invoke') && !path.startsWith('/console'));
-    for (const [method, pattern] of routes) {
-      const noKey = pattern.endsWith('/objects/:bucket');
+    // Routes that read no input take what a prober sends (health), or are 400 anyway (`…/objects/{bucket}`
+    // without a key); an invocation's query is the function's own (docs/functions.md "Invoke"); the
+    // console's files exist only in a built bundle (handlers/console-assets.ts), so
+    // test/e2e/browser-assets.test.ts checks them.
+    const consoleRoutes: readonly unknown[] = [service.consolePage, service.consoleFile];
+    const routes = HANDLER_ROUTES.filter((r) => r.key !== service.health.key && r.query !== 'forwarded' && !consoleRoutes.includes(r));
+    for (const route of routes) {
+      const { method, path: pattern } = route;
+      const noKey = route.ignoresInput === true;
       // A function's name is lowercase (docs/functions.md "Names"), a secret's uppercase.
       const functionName = pattern.includes('/functions/:name');
       const path = pattern.replace(/:(\w+)\+?/g, (_m, name: string) => (name === 'name' && functionName ? 'fuzz' : WELL_FORMED[name]!()));
@@ -137,12 +140,12 @@ describe('every route under an unknown query parameter', () => {
           fc.boolean(),
           async (name, value, withKnown) => {
             const query = new URLSearchParams(withKnown ? [['limit', '1'], [name, value]] : [[name, value]]);
-            const m = method === 'ALL' ? 'POST' : method;
+            const m = method;
             const r = await svc.app.fetch(
               new Request(`http://svc.test${path}?${query}`, {
                 method: m,
                 headers: { authorization: `Bearer ${token}` },
-                body: m === 'GET' || m === 'HEAD' || m === 'DELETE' ? undefined : '{}',
+                body: route.body.flow === 'json' ? '{}' : undefined,
               }),
             );
             const label = `${m} ${pattern} ?${query}`;
