@@ -4,9 +4,10 @@
  * (docs/architecture.md "Pieces"): each is compared with, or stands in for a moment instead of, a
  * read that the caller still makes when it matters.
  *
- * One map for the three kinds, bounded by `maxEntries` and evicting the least recently used entry,
- * so a hot project's hints survive a sweep over many cold ones.
+ * One LRU (lru-cache) for the three kinds, bounded by `maxEntries` and evicting the least recently
+ * used entry, so a hot project's hints survive a sweep over many cold ones.
  */
+import { LRUCache } from 'lru-cache';
 import type { AgentRecord } from '../../shared/db/agents.ts';
 
 /** Bound on the entries of a cache built without `maxEntries`. */
@@ -19,12 +20,11 @@ type Entry =
 
 /** Hints this isolate remembers; never a substitute for a check (docs/architecture.md). */
 export class PlacementCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly maxEntries: number;
+  private readonly entries: LRUCache<string, Entry>;
   private readonly now: () => number;
 
   constructor(options: { maxEntries?: number; now?: () => number } = {}) {
-    this.maxEntries = Math.max(1, options.maxEntries ?? PLACEMENT_CACHE_MAX_ENTRIES);
+    this.entries = new LRUCache({ max: Math.max(1, options.maxEntries ?? PLACEMENT_CACHE_MAX_ENTRIES) });
     this.now = options.now ?? (() => Date.now());
   }
 
@@ -77,20 +77,10 @@ export class PlacementCache {
   }
 
   private get(key: string): Entry | undefined {
-    const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
-    // Map keeps insertion order: moving a used entry to the end keeps the eldest first for eviction.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry;
+    return this.entries.get(key);
   }
 
   private set(key: string, entry: Entry): void {
-    this.entries.delete(key);
     this.entries.set(key, entry);
-    if (this.entries.size > this.maxEntries) {
-      const eldest = this.entries.keys().next().value as string;
-      this.entries.delete(eldest);
-    }
   }
 }

@@ -22,6 +22,7 @@
  *   seen, one read of the project.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { ParsedKey } from '../../shared/auth.ts';
 import type { KeyLookup } from '../../shared/db/keys.ts';
 import { errors } from '../../shared/errors.ts';
@@ -72,37 +73,6 @@ export function verifierBytes(pepper: string, secret: string): Buffer {
   return createHmac('sha256', pepper).update(secret).digest();
 }
 
-/** A bounded map that forgets its least recently used entries. */
-class Lru<V> {
-  private readonly map = new Map<string, V>();
-  private readonly max: number;
-  constructor(max: number) {
-    this.max = max;
-  }
-  get(key: string): V | undefined {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-  peek(key: string): V | undefined {
-    return this.map.get(key);
-  }
-  set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-  }
-  delete(key: string): void {
-    this.map.delete(key);
-  }
-  get size(): number {
-    return this.map.size;
-  }
-}
-
 /** Counters of the cache, for tests and the benchmark. */
 export interface KeyCacheStats {
   hits: number;
@@ -114,10 +84,10 @@ export interface KeyCacheStats {
 
 /** The verified-key cache of one agent. */
 export class KeyCache {
-  private readonly keys: Lru<Entry>;
-  private readonly unknown: Lru<true>;
+  private readonly keys: LRUCache<string, Entry>;
+  private readonly unknown: LRUCache<string, true>;
   private readonly inflight = new Map<string, Promise<void>>();
-  private readonly placements: Lru<string>;
+  private readonly placements: LRUCache<string, string>;
   private readonly placing = new Map<string, Promise<string | null>>();
   private readonly pepper: string;
   private readonly loader: KeyLoader;
@@ -132,9 +102,9 @@ export class KeyCache {
     this.pepper = options.pepper;
     this.loader = options.load;
     this.placement = options.placement;
-    this.placements = new Lru(options.maxPlacements ?? 100_000);
-    this.keys = new Lru(options.maxKeys ?? 100_000);
-    this.unknown = new Lru(options.maxUnknown ?? 10_000);
+    this.placements = new LRUCache({ max: options.maxPlacements ?? 100_000 });
+    this.keys = new LRUCache({ max: options.maxKeys ?? 100_000 });
+    this.unknown = new LRUCache({ max: options.maxUnknown ?? 10_000 });
     this.refreshMs = options.refreshMs ?? 10 * 60_000;
     this.retryMs = options.retryMs ?? 5_000;
     this.now = options.now ?? Date.now;
