@@ -10,6 +10,7 @@ import { newRequestId } from '../shared/ids.ts';
 import { nodeTransport } from '../shared/db/transport-node.ts';
 import { buildDeps } from './deps.ts';
 import { createApp, type App } from './index.ts';
+import { fromBase64, toBase64 } from '../shared/base64.ts';
 
 /** The parts of an API Gateway v2 (HTTP API) event this entry reads. */
 export interface GatewayEvent {
@@ -45,7 +46,7 @@ export function eventToRequest(event: GatewayEvent): Request {
   const method = event.requestContext.http.method.toUpperCase();
   let body: BodyInit | undefined;
   if (event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD') {
-    body = event.isBase64Encoded ? base64ToBytes(event.body) : event.body;
+    body = event.isBase64Encoded ? fromBase64(event.body) : event.body;
   }
   return new Request(url, { method, headers, body });
 }
@@ -64,22 +65,9 @@ export async function responseToResult(response: Response): Promise<GatewayResul
     statusCode: response.status,
     headers,
     ...(cookies.length ? { cookies } : {}),
-    body: text ? new TextDecoder().decode(bytes) : bytesToBase64(bytes),
+    body: text ? new TextDecoder().decode(bytes) : toBase64(bytes),
     isBase64Encoded: !text,
   };
-}
-
-function base64ToBytes(b64: string): Uint8Array<ArrayBuffer> {
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-function bytesToBase64(bytes: Uint8Array): string {
-  let bin = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(bin);
 }
 
 let app: App | undefined;

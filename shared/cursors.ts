@@ -9,6 +9,7 @@
  * Web Crypto only (`crypto.subtle`): the handlers run in workerd too.
  */
 import { errors } from './errors.ts';
+import { fromBase64, toBase64Url } from './base64.ts';
 
 /** Seals and opens the cursors of the lists; built once per isolate (handlers/deps.ts). */
 export interface CursorSeal {
@@ -24,16 +25,9 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const utf8 = new TextEncoder();
 
-function toBase64Url(bytes: Uint8Array): string {
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
 function fromBase64Url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
-  const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  const bytes = fromBase64(text);
   // Only the canonical text of those bytes (RFC 4648 §3.5): a last character whose unused bits
   // differ would otherwise decode to the same cursor.
   return toBase64Url(bytes) === text ? bytes : null;

@@ -12,6 +12,7 @@
  * Nothing here ever puts key material or a secret value into an error message.
  */
 import { ConfigError, type Settings } from './config.ts';
+import { fromBase64, toBase64 } from './base64.ts';
 
 /** AES-256: keys are exactly 32 bytes. */
 export const SECRETS_KEY_BYTES = 32;
@@ -51,19 +52,11 @@ export class SecretDecryptError extends Error {
 
 const encoder = new TextEncoder();
 
-function toBase64(bytes: Uint8Array): string {
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin);
-}
-
-function fromBase64(text: string): Uint8Array<ArrayBuffer> | null {
+/** The bytes of standard or URL-safe base64, or null when it is not base64. */
+function bytesOfBase64(text: string): Uint8Array<ArrayBuffer> | null {
   if (!BASE64_PATTERN.test(text)) return null;
   try {
-    const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-    const out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
+    return fromBase64(text);
   } catch {
     return null;
   }
@@ -91,7 +84,7 @@ function parseEntries(value: string, single: boolean): KeyEntry[] | string {
     const id = colon < 0 ? DEFAULT_KEY_ID : part.slice(0, colon).trim();
     const encoded = colon < 0 ? part : part.slice(colon + 1).trim();
     if (!KEY_ID_PATTERN.test(id)) return `${where} has an invalid key id (1 to 32 of A-Z a-z 0-9 _ . -)`;
-    const bytes = fromBase64(encoded);
+    const bytes = bytesOfBase64(encoded);
     if (!bytes) return `key "${id}" is not valid base64`;
     if (bytes.byteLength !== SECRETS_KEY_BYTES) {
       return `key "${id}" must be ${SECRETS_KEY_BYTES} bytes of base64 (it decodes to ${bytes.byteLength})`;
@@ -170,8 +163,8 @@ export async function openSecret(ring: KeyRing, project: string, name: string, s
       `secret ${name} of project ${project} is sealed with key id "${sealed.key_id}", which is not in the key ring`,
     );
   }
-  const nonce = fromBase64(sealed.nonce);
-  const ciphertext = fromBase64(sealed.ciphertext);
+  const nonce = bytesOfBase64(sealed.nonce);
+  const ciphertext = bytesOfBase64(sealed.ciphertext);
   if (!nonce || nonce.byteLength !== NONCE_BYTES || !ciphertext) {
     throw new SecretDecryptError(`secret ${name} of project ${project} has a malformed ciphertext`);
   }

@@ -11,6 +11,7 @@
 import { constantTimeEqual } from '../../../shared/auth.ts';
 import { deriveServiceKey } from '../../../shared/cursors.ts';
 import { errors } from '../../../shared/errors.ts';
+import { toBase64Url } from '../../../shared/base64.ts';
 
 /** The query parameters of a signed URL. */
 export const SIGNED_URL_PARAMS = ['expires', 'signature'] as const;
@@ -30,12 +31,6 @@ function signingKey(secret: string): Promise<CryptoKey> {
     signingKeys.set(secret, key);
   }
   return key;
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 /** The signature of `method path` until `expires` (unix seconds): base64url HMAC-SHA256, 43 characters. */
