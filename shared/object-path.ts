@@ -6,9 +6,11 @@
  * dot segments (`a/../b` would otherwise reach `b`).
  */
 export function objectPath(projectId: string, bucket: string, key: string): string {
+  return `/v0/projects/${projectId}/storage/objects/${bucket}/${encodeObjectKey(key)}`;
+}
+
+/** An object key as the last part of its path (see `objectPath`). */
+export function encodeObjectKey(key: string): string {
   const segments = key.split('/');
-  const encoded = segments.some((s) => s === '.' || s === '..')
-    ? encodeURIComponent(key)
-    : segments.map(encodeURIComponent).join('/');
-  return `/v0/projects/${projectId}/storage/objects/${bucket}/${encoded}`;
+  return segments.some((s) => s === '.' || s === '..') ? encodeURIComponent(key) : segments.map(encodeURIComponent).join('/');
 }
