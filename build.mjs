@@ -92,16 +92,17 @@ await build({
 const tsc = spawnSync(join(root, 'node_modules/.bin/tsc'), ['-p', join(root, 'client/tsconfig.types.json')], { stdio: 'inherit' });
 if (tsc.status !== 0) throw new Error(`build: the SDK's declarations failed (tsc exited ${tsc.status})`);
 // The sources import with `.ts`; the declarations sit beside `.d.ts` files, which `.js` specifiers
-// find everywhere. tsc declares every file the SDK's sources reach; only those the SDK's own
-// declarations import are kept (the service's modules a schema file imports for values are not).
+// find everywhere (in `import … from` and in the `import("…")` types tsc writes alike). tsc
+// declares every file the SDK's sources reach; only those the SDK's own declarations import are
+// kept (the service's modules a schema file imports for values are not).
 const typesOut = join(clientOut, 'types');
 const kept = new Set();
 const visit = (path) => {
   if (kept.has(path)) return;
   kept.add(path);
-  const text = readFileSync(path, 'utf8').replace(/((?:from|import)\s+['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2');
+  const text = readFileSync(path, 'utf8').replace(/((?:from|import)(?:\s+|\()['"]\.{1,2}\/[^'"]*?)\.ts(['"])/g, '$1.js$2');
   writeFileSync(path, text);
-  for (const [, spec] of text.matchAll(/(?:from|import)\s+['"](\.{1,2}\/[^'"]+)\.js['"]/g)) visit(join(dirname(path), `${spec}.d.ts`));
+  for (const [, spec] of text.matchAll(/(?:from|import)(?:\s+|\()['"](\.{1,2}\/[^'"]+)\.js['"]/g)) visit(join(dirname(path), `${spec}.d.ts`));
 };
 visit(join(typesOut, 'client/index.d.ts'));
 for (const file of readdirSync(typesOut, { recursive: true, encoding: 'utf8' })) {

@@ -7,6 +7,8 @@
  */
 import { decodeEnvelope, isProductType } from './envelope.ts';
 import { type CallOptions, type Transport } from './http.ts';
+import * as R from './routes.gen.ts';
+import { withMethod } from './site.ts';
 import { resultSetsOf, wireStatement, type EngineSqlAnswer, type InArgs, type InStatement, type ResultSet } from './results.ts';
 import type { Capabilities, SearchHit } from './types.ts';
 
@@ -29,8 +31,9 @@ export class DataPlane {
 
   /** One `/v2` request; answers the decoded envelope. */
   async request<T>(method: string, path: string, body: unknown, call?: CallOptions): Promise<T> {
-    const answer = await this.#t.send(
-      { method, path: `/v2/${path}`, ...(body === undefined ? {} : { json: body }), headers: { 'x-svc-protocol-minor': PROTOCOL_MINOR }, auth: 'key' },
+    const answer = await this.#t.open(
+      withMethod(R.dataplane.routes, method),
+      { params: { path }, ...(body === undefined ? {} : { json: body }), headers: { 'x-svc-protocol-minor': PROTOCOL_MINOR } },
       call,
     );
     try {

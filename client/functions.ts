@@ -2,8 +2,11 @@
  * Functions of one project (docs/functions.md): deploy a module as a new version, read, list its
  * versions and logs, delete, and invoke it with the client's session or project key.
  */
-import { errorOf, seg, withCleanup, type CallOptions, type Transport } from './http.ts';
+import { errorOf, withCleanup, type CallOptions } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
+import { ProjectApi } from './project-apis.ts';
+import * as R from './routes.gen.ts';
+import { withMethod } from './site.ts';
 import type { FunctionInfo, FunctionLogs, FunctionsPage, FunctionVersion, FunctionVersionsPage, PageInput } from './types.ts';
 
 /** Settings of a deployed version (docs/functions.md "Deploy"); each takes the service's default when left out. */
@@ -42,49 +45,38 @@ const SERVICE_CODES = new Set([
 ]);
 
 /** The functions of one project. */
-export class FunctionsApi {
-  readonly #t: Transport;
-  readonly #base: string;
-
-  constructor(transport: Transport, projectBase: string) {
-    this.#t = transport;
-    this.#base = `${projectBase}/functions`;
-  }
-
+export class FunctionsApi extends ProjectApi {
   /** `PUT …/functions/{name}`: deploys `module` (one bundled ES module) as the function's new version. */
   deploy(name: string, module: string | Uint8Array | Blob | ReadableStream<Uint8Array>, options: DeployOptions = {}): Promise<FunctionInfo> {
     const query = { timeout_ms: options.timeoutMs, memory_mb: options.memoryMb, max_concurrency: options.maxConcurrency };
     const body = module instanceof Uint8Array ? new Blob([module as Uint8Array<ArrayBuffer>]) : module;
-    return this.#t.json(
-      { method: 'PUT', path: `${this.#base}/${seg(name)}`, query, body, headers: { 'content-type': 'application/javascript' }, auth: 'session' },
-      options,
-    );
+    return this.t.call(R.functions.deploy, { params: { ...this.project, name }, query, body, headers: { 'content-type': 'application/javascript' } }, options);
   }
 
   /** `GET …/functions`: the project's functions, page by page. */
   list(input: PageInput = {}, call?: CallOptions): Pages<FunctionsPage, FunctionInfo> {
-    return listPages(this.#t, this.#base, input, call, (p: FunctionsPage) => p.functions);
+    return listPages(this.t, R.functions.list, input, call, (p) => p.functions, { params: this.project });
   }
 
   /** `GET …/functions/{name}`: the function and its current version. */
   get(name: string, call?: CallOptions): Promise<FunctionInfo> {
-    return this.#t.json({ method: 'GET', path: `${this.#base}/${seg(name)}`, auth: 'session' }, call);
+    return this.t.call(R.functions.read, { params: { ...this.project, name } }, call);
   }
 
   /** `GET …/functions/{name}/versions`: every deployed version, newest first. */
   versions(name: string, input: PageInput = {}, call?: CallOptions): Pages<FunctionVersionsPage, FunctionVersion> {
-    return listPages(this.#t, `${this.#base}/${seg(name)}/versions`, input, call, (p: FunctionVersionsPage) => p.versions);
+    return listPages(this.t, R.functions.versions, input, call, (p) => p.versions, { params: { ...this.project, name } });
   }
 
   /** `DELETE …/functions/{name}`: invocations in flight finish. */
   delete(name: string, call?: CallOptions): Promise<FunctionInfo> {
-    return this.#t.json({ method: 'DELETE', path: `${this.#base}/${seg(name)}`, auth: 'session' }, call);
+    return this.t.call(R.functions.remove, { params: { ...this.project, name } }, call);
   }
 
   /** `GET …/functions/{name}/logs`: the last lines of its console, secrets redacted. */
   logs(name: string, options: { tail?: number } & CallOptions = {}): Promise<FunctionLogs> {
     const { tail, ...call } = options;
-    return this.#t.json({ method: 'GET', path: `${this.#base}/${seg(name)}/logs`, query: { tail }, auth: 'session' }, call);
+    return this.t.call(R.functions.logs, { params: { ...this.project, name }, query: { tail } }, call);
   }
 
   /**
@@ -93,16 +85,17 @@ export class FunctionsApi {
    * function, `function_busy`, `function_timeout`, …: its JSON error envelope) is thrown as a `SvcError`.
    */
   async invoke(name: string, init: InvokeInit = {}): Promise<Response> {
-    const rest = init.path ? `/${init.path.replace(/^\/+/, '')}` : '';
     const method = (init.method ?? (init.body === undefined || init.body === null ? 'GET' : 'POST')).toUpperCase();
-    const { response, done } = await this.#t.send(
+    // `…/invoke`, or `…/invoke/:rest+` with the path as given (the function reads it undecoded).
+    const routes = R.functions.invoke.filter((r) => r.path.endsWith('+') === !!init.path);
+    const params = { ...this.project, name, ...(init.path ? { rest: init.path.replace(/^\/+/, '') } : {}) };
+    const { response, done } = await this.t.open(
+      withMethod(routes, method),
       {
-        method,
-        path: `${this.#base}/${seg(name)}/invoke${rest}`,
+        params: params as { id: string; name: string; rest: string },
         ...(init.query ? { query: init.query } : {}),
         ...(init.headers ? { headers: init.headers } : {}),
         ...(init.body === undefined ? {} : { body: init.body }),
-        auth: 'either',
         streaming: true,
         accept: statusesBelow(600),
       },

@@ -4,8 +4,10 @@
  * idempotent reads with backoff honouring `Retry-After` (RFC 9110 §10.2.3), and turns every error
  * answer into a `SvcError`. Web APIs only: fetch, streams, AbortController.
  */
+import type { Access, AnswersOf, RouteDecl } from '../shared/api/index.ts';
 import { decodeEnvelope, isProductType } from './envelope.ts';
 import { codeOfStatus, isEngineCode, isServiceCode, SvcError } from './errors.ts';
+import { requestOf, type RouteInput, type Site } from './site.ts';
 
 /** Options of `createClient`. */
 export interface ClientOptions {
@@ -31,19 +33,20 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-/** Which credential a route takes. */
-export type Credential = 'session' | 'key' | 'either' | 'none';
+/** A query value as sent: a list goes as the parameter repeated. */
+export type QueryValue = string | number | boolean | readonly string[] | undefined;
 
-/** One request of a route. */
+/** One request of a route (`requestOf` makes it from the route's declaration). */
 export interface RouteRequest {
   method: string;
   path: string;
-  query?: Record<string, string | number | boolean | readonly string[] | undefined>;
+  query?: Record<string, QueryValue>;
   /** A JSON body (serialised here), or raw bytes. */
   json?: unknown;
   body?: BodyInit | ReadableStream<Uint8Array> | null;
   headers?: Record<string, string>;
-  auth: Credential;
+  /** The credential it carries, as its declaration says (docs/api.md "Decisions": credentials). */
+  access: Access;
   /**
    * The answer's body is a stream read by the caller: the timeout covers the answer's headers only,
    * and no default timeout applies unless the call sets one.
@@ -135,6 +138,16 @@ export class Transport {
     }
   }
 
+  /** Sends route `site` with `input` and parses its JSON answer, typed by the route's declaration. */
+  call<D extends RouteDecl>(site: Site<D>, input: RouteInput<D>, call?: CallOptions): Promise<AnswersOf<D>> {
+    return this.json<AnswersOf<D>>(requestOf(site, input), call);
+  }
+
+  /** Sends route `site` with `input`; answers its response for the caller to read (see `send`). */
+  open<D extends RouteDecl>(site: Site<D>, input: RouteInput<D>, call?: CallOptions): Promise<Answer> {
+    return this.send(requestOf(site, input), call);
+  }
+
   async #once(req: RouteRequest, credential: string | undefined, call: CallOptions): Promise<Answer> {
     const headers = new Headers(req.headers);
     if (credential) headers.set('authorization', `Bearer ${credential}`);
@@ -166,7 +179,7 @@ export class Transport {
 
   #credential(req: RouteRequest): string | undefined {
     const { token, key } = this.options;
-    switch (req.auth) {
+    switch (req.access) {
       case 'none':
         return undefined;
       case 'session':
@@ -175,7 +188,7 @@ export class Transport {
       case 'key':
         if (!key) throw new TypeError(`${req.method} ${req.path} needs a project key: createClient({ baseUrl, key })`);
         return key;
-      case 'either':
+      case 'session-or-key':
         if (!key && !token) throw new TypeError(`${req.method} ${req.path} needs a project key or a session token`);
         return key ?? token;
     }

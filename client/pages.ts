@@ -2,7 +2,9 @@
  * Lists as async iterators over pages (docs/sdk.md "Lists"): every list route answers one page and
  * `next_cursor` (docs/api.md "Decisions"); a `Pages` fetches the next page only when it is iterated.
  */
-import type { CallOptions, RouteRequest, Transport } from './http.ts';
+import type { AnswersOf, RouteDecl } from '../shared/api/index.ts';
+import type { CallOptions, Transport } from './http.ts';
+import type { RouteInput, Site } from './site.ts';
 import type { PageInput } from './types.ts';
 
 /** An answered page: its items under a name of its own, and the cursor of the next page. */
@@ -53,20 +55,19 @@ export function pages<P extends AnyPage, T>(
 }
 
 /**
- * The pages of the list at `path` (a GET with the session): `limit` and `cursor` from `input`, any
- * other query parameters from `query`.
+ * The pages of list route `site` (a GET with the session): `limit` and `cursor` from `input`, its
+ * path parameters and any other query parameters from `request`.
  */
-export function listPages<P extends AnyPage, T>(
+export function listPages<D extends RouteDecl, T>(
   transport: Transport,
-  path: string,
+  site: Site<D>,
   input: PageInput,
   call: CallOptions | undefined,
-  itemsOf: (page: P) => T[],
-  query: RouteRequest['query'] = {},
-): Pages<P, T> {
-  return pages(
-    (cursor) => transport.json<P>({ method: 'GET', path, query: { ...query, limit: input.limit, cursor }, auth: 'session' }, call),
-    itemsOf,
-    input.cursor,
-  );
+  itemsOf: (page: AnswersOf<D>) => T[],
+  request: Pick<RouteInput<D>, 'params' | 'query'> = {},
+): Pages<AnswersOf<D> & AnyPage, T> {
+  type Page = AnswersOf<D> & AnyPage;
+  const fetchPage = (cursor: string | undefined) =>
+    transport.call(site, { ...request, query: { ...request.query, limit: input.limit, cursor } as unknown as RouteInput<D>['query'] }, call) as Promise<Page>;
+  return pages<Page, T>(fetchPage, itemsOf, input.cursor);
 }

@@ -6,6 +6,7 @@
  */
 import { RealtimeOverflowError, SvcError } from './errors.ts';
 import { backoffMs, isNetworkError, sleep, type Answer, type CallOptions, type Transport } from './http.ts';
+import * as R from './routes.gen.ts';
 import { sseFrames } from './sse.ts';
 import type { RealtimeEvent } from './types.ts';
 
@@ -44,7 +45,6 @@ async function* events(transport: Transport, projectId: string, channels: readon
   const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
   const maxBackoff = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
   const tickets = options.tickets ?? typeof (globalThis as { document?: unknown }).document !== 'undefined';
-  const base = `/v0/projects/${encodeURIComponent(projectId)}/realtime`;
   let attempt = 0;
   for (;;) {
     signal?.throwIfAborted();
@@ -62,7 +62,7 @@ async function* events(transport: Transport, projectId: string, channels: readon
     };
     arm();
     try {
-      const answer = await openStream(transport, base, channels, tickets, connection.signal);
+      const answer = await openStream(transport, projectId, channels, tickets, connection.signal);
       try {
         const body = answer.response.body;
         if (!body) throw new Error('the subscription answered no stream');
@@ -110,17 +110,16 @@ async function* events(transport: Transport, projectId: string, channels: readon
  * Opens one subscription stream: with a fresh ticket in the URL when `tickets` (a ticket opens one
  * connection only), else with the client's key or session.
  */
-async function openStream(transport: Transport, base: string, channels: readonly string[], tickets: boolean, signal: AbortSignal): Promise<Answer> {
-  const ticket = tickets
-    ? (await transport.json<{ ticket: string }>({ method: 'POST', path: `${base}/tickets`, json: { channels: [...channels] }, auth: 'either' }, { signal })).ticket
-    : null;
-  return transport.send(
+async function openStream(transport: Transport, projectId: string, channels: readonly string[], tickets: boolean, signal: AbortSignal): Promise<Answer> {
+  const params = { id: projectId };
+  const ticket = tickets ? (await transport.call(R.realtime.ticket, { params, json: { channels: [...channels] } }, { signal })).ticket : null;
+  return transport.open(
+    R.realtime.subscribe,
     {
-      method: 'GET',
-      path: `${base}/subscribe`,
+      params,
       query: ticket ? { channel: [...channels], ticket } : { channel: [...channels] },
       headers: { accept: 'text/event-stream' },
-      auth: ticket ? 'none' : 'either',
+      ...(ticket ? { access: 'none' as const } : {}),
       streaming: true,
     },
     { signal },

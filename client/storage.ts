@@ -4,9 +4,11 @@
  * Bytes are never gathered in memory: an upload sends the caller's stream or Blob as it is read, a
  * download answers the response's stream.
  */
-import { objectPath } from '../shared/object-path.ts';
-import { seg, withCleanup, type CallOptions, type Transport } from './http.ts';
+import { encodeObjectKey } from '../shared/object-path.ts';
+import { withCleanup, type CallOptions } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
+import { ProjectApi } from './project-apis.ts';
+import * as R from './routes.gen.ts';
 import type {
   Bucket,
   BucketsPage,
@@ -89,20 +91,15 @@ export interface ListObjectsInput extends PageInput {
 export { objectPath } from '../shared/object-path.ts';
 
 /** The storage methods of one project. */
-export class StorageClient {
-  readonly #t: Transport;
-  readonly #base: string;
-  readonly #project: string;
-
-  constructor(transport: Transport, projectId: string) {
-    this.#t = transport;
-    this.#project = projectId;
-    this.#base = `/v0/projects/${seg(projectId)}/storage`;
+export class StorageClient extends ProjectApi {
+  /** The path parameters of an object's routes. */
+  #object(bucket: string, key: string): { id: string; bucket: string; key: string } {
+    return { ...this.project, bucket, key: encodeObjectKey(key) };
   }
 
   /** `PUT …/storage/buckets/{bucket}`: creates the bucket, or answers the existing one. */
   createBucket(name: string, call?: CallOptions): Promise<Bucket> {
-    return this.#t.json({ method: 'PUT', path: `${this.#base}/buckets/${seg(name)}`, auth: 'session' }, call);
+    return this.t.call(R.storage.putBucket, { params: { ...this.project, bucket: name } }, call);
   }
 
   /**
@@ -111,22 +108,22 @@ export class StorageClient {
    */
   deleteBucket(name: string, options: { force?: boolean } & CallOptions = {}): Promise<Bucket> {
     const { force, ...call } = options;
-    return this.#t.json({ method: 'DELETE', path: `${this.#base}/buckets/${seg(name)}`, query: { force: force ? 'true' : undefined }, auth: 'session' }, call);
+    return this.t.call(R.storage.deleteBucket, { params: { ...this.project, bucket: name }, query: { force: force ? 'true' : undefined } }, call);
   }
 
   /** `GET …/storage/buckets`: the project's buckets, by name, page by page. */
   listBuckets(input: PageInput = {}, call?: CallOptions): Pages<BucketsPage, Bucket> {
-    return listPages(this.#t, `${this.#base}/buckets`, input, call, (p: BucketsPage) => p.buckets);
+    return listPages(this.t, R.storage.listBuckets, input, call, (p) => p.buckets, { params: this.project });
   }
 
   /** `POST …/storage/uploads`: reserves a pending row and says where to PUT the bytes. */
   uploadTicket(input: UploadTicketInput, call?: CallOptions): Promise<UploadTicket> {
-    return this.#t.json({ method: 'POST', path: `${this.#base}/uploads`, json: input, auth: 'session' }, call);
+    return this.t.call(R.storage.uploadTicket, { params: this.project, json: input }, call);
   }
 
   /** `POST …/storage/downloads`: where to GET an object's bytes, with its row. */
   downloadTicket(input: DownloadTicketInput, call?: CallOptions): Promise<DownloadTicket> {
-    return this.#t.json({ method: 'POST', path: `${this.#base}/downloads`, json: input, auth: 'session' }, call);
+    return this.t.call(R.storage.downloadTicket, { params: this.project, json: input }, call);
   }
 
   /** `PUT …/storage/objects/{bucket}/{key}`: stores the bytes, streamed; answers the catalog row. */
@@ -145,10 +142,7 @@ export class StorageClient {
       // upload progress: the Blob goes as it is, and progress is reported at its start and its end
       // (docs/sdk.md "Storage"; the console uses XMLHttpRequest for a live bar).
       onProgress?.({ loaded: 0, total });
-      const row = await this.#t.json<ObjectRow>(
-        { method: 'PUT', path: objectPath(this.#project, bucket, key), body: sent, headers, auth: 'session', streaming: true },
-        options,
-      );
+      const row = await this.t.call(R.storage.putObject, { params: this.#object(bucket, key), body: sent, headers, streaming: true }, options);
       onProgress?.({ loaded: sent.size, total });
       return row;
     }
@@ -158,10 +152,7 @@ export class StorageClient {
       // Node's fetch sends a stream with this length instead of chunked (browsers decide themselves).
       if (total !== null) headers['content-length'] = String(total);
     }
-    return this.#t.json<ObjectRow>(
-      { method: 'PUT', path: objectPath(this.#project, bucket, key), body: payload, headers, auth: 'session', streaming: true },
-      options,
-    );
+    return this.t.call(R.storage.putObject, { params: this.#object(bucket, key), body: payload, headers, streaming: true }, options);
   }
 
   /** `GET …/storage/objects/{bucket}/{key}`: the object's bytes as a stream. */
@@ -171,10 +162,7 @@ export class StorageClient {
     if (options.ifNoneMatch) headers['if-none-match'] = quote(options.ifNoneMatch);
     if (options.ifModifiedSince) headers['if-modified-since'] = options.ifModifiedSince.toUTCString();
     if (options.ifRange) headers['if-range'] = quote(options.ifRange);
-    const { response, done } = await this.#t.send(
-      { method: 'GET', path: objectPath(this.#project, bucket, key), headers, auth: 'session', streaming: true, accept: [304] },
-      options,
-    );
+    const { response, done } = await this.t.open(R.storage.getObject, { params: this.#object(bucket, key), headers, streaming: true }, options);
     const status = response.status as Download['status'];
     const length = response.headers.get('content-length');
     const body = status === 304 || !response.body ? null : withCleanup(response.body, done);
@@ -193,7 +181,7 @@ export class StorageClient {
 
   /** `HEAD …/storage/objects/{bucket}/{key}`: size, type and etag without the bytes. */
   async head(bucket: string, key: string, call?: CallOptions): Promise<ObjectHead> {
-    const { response, done } = await this.#t.send({ method: 'HEAD', path: objectPath(this.#project, bucket, key), auth: 'session' }, call);
+    const { response, done } = await this.t.open(R.storage.headObject, { params: this.#object(bucket, key) }, call);
     done();
     const h = response.headers;
     return {
@@ -208,12 +196,12 @@ export class StorageClient {
   /** `GET …/storage/objects?bucket=`: the bucket's objects, sorted by key, page by page. */
   list(bucket: string, input: ListObjectsInput = {}, call?: CallOptions): Pages<ObjectsPage, ObjectRow> {
     const query = { bucket, prefix: input.prefix, delimiter: input.delimiter };
-    return listPages(this.#t, `${this.#base}/objects`, input, call, (p: ObjectsPage) => p.objects, query);
+    return listPages(this.t, R.storage.listObjects, input, call, (p) => p.objects, { params: this.project, query });
   }
 
   /** `DELETE …/storage/objects`: removes the object's row and bytes; answers the removed row. */
   delete(bucket: string, key: string, call?: CallOptions): Promise<ObjectRow> {
-    return this.#t.json({ method: 'DELETE', path: `${this.#base}/objects`, json: { bucket, key }, auth: 'session' }, call);
+    return this.t.call(R.storage.deleteObject, { params: this.project, json: { bucket, key } }, call);
   }
 }
 
