@@ -3,7 +3,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type TransactWrite
 import { errors } from '../errors.ts';
 import type { Db, ItemsRead, TableKey } from './client.ts';
 import { isConditionFailure } from './client.ts';
-import { GSI1, TTL_ATTRIBUTE, keys } from './table.ts';
+import { GSI1, TTL_ATTRIBUTE, keys, prefixes } from './table.ts';
 
 /** An account as stored: the secret itself is never stored, only its verifier. */
 export interface AccountRecord {
@@ -166,7 +166,7 @@ export async function countProjects(db: Db, accountId: string): Promise<number> 
         IndexName: GSI1.name,
         KeyConditionExpression: '#p = :p AND begins_with(#s, :prefix)',
         ExpressionAttributeNames: { '#p': GSI1.pk, '#s': GSI1.sk },
-        ExpressionAttributeValues: { ':p': keys.projectsOf(accountId), ':prefix': 'PRJ#' },
+        ExpressionAttributeValues: { ':p': keys.projectsOf(accountId), ':prefix': prefixes.project },
         Select: 'COUNT',
         ExclusiveStartKey: start,
       }),

@@ -19,7 +19,7 @@
  * listing reads a whole group and orders it in memory. With the budget at 923 bytes the sort key is
  * at most `OBJ#` + 63 + `#` + 923 + 1 + 32 = 1023 bytes. Point reads compute the same sort key.
  */
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** UTF-8 bytes of an object key stored verbatim in its sort key. */
 export const KEY_PART_BUDGET = 923;
@@ -75,7 +75,7 @@ export async function catalogKeyPart(key: string): Promise<{ part: string; group
 
 /** The sort-key prefix of every row of `bucket`. */
 export function objectPrefix(bucket: string): string {
-  return `OBJ#${bucket}#`;
+  return `${prefixes.object}${bucket}#`;
 }
 
 /** The table key of the row of `bucket/key`, and for a long key its group's sort-key prefix. */
@@ -129,5 +129,5 @@ export function blobDeletionKey(projectId: string, bucket: string, blob: string)
 
 /** The sort-key prefix of the blob-deletion records of `bucket`. */
 export function blobDeletionPrefix(bucket: string): string {
-  return `BLOBDEL#${bucket}#`;
+  return `${prefixes.blobDeletion}${bucket}#`;
 }

@@ -20,7 +20,7 @@ import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryEach, queryPage, tableKeyOf } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** Where a version's module bytes are: the blob store and the blob's name (shared/blobs/names.ts). */
 export interface ModuleBlob {
@@ -208,9 +208,13 @@ export async function deleteHead(db: Db, expected: FunctionRecord, change: Funct
 /** Every version item of the function's `generation`, oldest first. */
 export async function allVersions(db: Db, projectId: string, name: string, generation: string): Promise<FunctionVersionRecord[]> {
   const out: FunctionVersionRecord[] = [];
-  await queryEach(db, itemsUnder(db, projectId, `FNV#${name}#${generation}#`), (items) => void out.push(...items.map(versionOf)));
+  await queryEach(db, itemsUnder(db, projectId, `${prefixes.fnVersion}${name}#${generation}#`), (items) => void out.push(...items.map(versionOf)));
   return out;
 }
+
+
+/** Heads (`FN#<name>`) and versions (`FNV#…`) in one query: the prefix the two share. */
+const FN_ITEMS = prefixes.fn.slice(0, -1);
 
 /** A strongly consistent query of the project's items whose sort key starts with `prefix`. */
 function itemsUnder(db: Db, projectId: string, prefix: string) {
@@ -245,7 +249,7 @@ export async function listFunctions(db: Db, projectId: string, limit: number, cu
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'FN#' },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.fn },
     },
     { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );
@@ -265,7 +269,7 @@ export async function listVersions(
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': `FNV#${head.name}#${head.generation}#` },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': `${prefixes.fnVersion}${head.name}#${head.generation}#` },
       ScanIndexForward: false,
     },
     { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
@@ -282,7 +286,7 @@ export async function moduleReferences(db: Db, projectId: string): Promise<{ blo
   const blobs = new Set<string>();
   const sha256s = new Set<string>();
   // `blob` is a DynamoDB reserved word.
-  const query = { ...itemsUnder(db, projectId, 'FNV#'), ProjectionExpression: '#blob, sha256', ExpressionAttributeNames: { '#blob': 'blob' } };
+  const query = { ...itemsUnder(db, projectId, prefixes.fnVersion), ProjectionExpression: '#blob, sha256', ExpressionAttributeNames: { '#blob': 'blob' } };
   await queryEach(db, query, (items) => {
     for (const item of items) {
       if (typeof item.blob === 'string') blobs.add(item.blob);
@@ -300,7 +304,7 @@ export async function moduleReferences(db: Db, projectId: string): Promise<{ blo
 export async function orphanVersions(db: Db, projectId: string, before: string): Promise<FunctionVersionRecord[]> {
   const heads = new Map<string, string>();
   const versions: FunctionVersionRecord[] = [];
-  await queryEach(db, itemsUnder(db, projectId, 'FN'), (items) => {
+  await queryEach(db, itemsUnder(db, projectId, FN_ITEMS), (items) => {
     for (const item of items) {
       if (item.type === 'function') heads.set(item.name, item.generation);
       else if (item.type === 'function_version') versions.push(versionOf(item));

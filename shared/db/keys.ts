@@ -13,7 +13,7 @@ import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** A key as listed and revoked (contract "GET keys"): never the secret, never the verifier. */
 export interface KeyView {
@@ -84,7 +84,7 @@ export async function listKeys(db: Db, projectId: string, limit: number, cursor?
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'KEY#' },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.key },
     },
     { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
   );

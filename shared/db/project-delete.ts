@@ -23,7 +23,7 @@ import { queryEach } from './pagination.ts';
 import type { ProjectRecord } from './projects.ts';
 import type { ProjectState } from '../schemas/projects.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
-import { GSI1, TTL_ATTRIBUTE, keys } from './table.ts';
+import { GSI1, TTL_ATTRIBUTE, keys, prefixes } from './table.ts';
 
 /** The deletion record of a project. */
 export interface ProjectDeletion {
@@ -47,8 +47,6 @@ export interface ProjectDeletion {
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** Sort-key prefix of receipts, which a deletion keeps. */
-const RECEIPT_PREFIX = 'RCPT#';
 /** Actions per purge transaction, below DynamoDB's 100 with room for the guard and a key's pair. */
 const PURGE_BATCH = 96;
 
@@ -174,7 +172,7 @@ export async function projectKeyIds(db: Db, projectId: string): Promise<string[]
   const query = {
     TableName: db.table,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': 'KEY#' },
+    ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': prefixes.key },
     ProjectionExpression: 'key_id',
     ConsistentRead: true,
   };
@@ -249,7 +247,7 @@ export async function purgeProjectItems(db: Db, deletion: ProjectDeletion): Prom
       for (const item of items) {
         const sk = String(item.sk);
         if (sk === keys.projectDeletion(deletion.id).sk) continue;
-        if (sk.startsWith(RECEIPT_PREFIX)) {
+        if (sk.startsWith(prefixes.receipt)) {
           if (item[TTL_ATTRIBUTE] !== undefined) continue;
           actions.push({
             Update: {
@@ -265,7 +263,7 @@ export async function purgeProjectItems(db: Db, deletion: ProjectDeletion): Prom
           actions.push({ Delete: { TableName: db.table, Key: { pk, sk } } });
           removed++;
           // A key's lookup item (outside the partition) goes with its listing item.
-          if (sk.startsWith('KEY#') && typeof item.key_id === 'string') actions.push({ Delete: { TableName: db.table, Key: keys.keyLookup(item.key_id) } });
+          if (sk.startsWith(prefixes.key) && typeof item.key_id === 'string') actions.push({ Delete: { TableName: db.table, Key: keys.keyLookup(item.key_id) } });
         }
         found++;
         if (actions.length >= PURGE_BATCH) {

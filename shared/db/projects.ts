@@ -8,7 +8,7 @@ import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
-import { GSI1, keys } from './table.ts';
+import { GSI1, keys, prefixes } from './table.ts';
 
 /** A project as stored: the public fields plus its owner and the agent that hosts its tenant. */
 export interface ProjectRecord {
@@ -71,7 +71,7 @@ export async function createProject(db: Db, project: ProjectRecord): Promise<voi
                 type: 'project',
                 ...project,
                 [GSI1.pk]: keys.projectsOf(project.owner),
-                [GSI1.sk]: `PRJ#${project.created_at}#${project.id}`,
+                [GSI1.sk]: `${prefixes.project}${project.created_at}#${project.id}`,
               },
               ConditionExpression: 'attribute_not_exists(pk)',
             },
@@ -146,7 +146,7 @@ export async function listProjects(db: Db, accountId: string, limit: number, cur
       IndexName: GSI1.name,
       KeyConditionExpression: '#p = :p AND begins_with(#s, :prefix)',
       ExpressionAttributeNames: { '#p': GSI1.pk, '#s': GSI1.sk },
-      ExpressionAttributeValues: { ':p': partition, ':prefix': 'PRJ#' },
+      ExpressionAttributeValues: { ':p': partition, ':prefix': prefixes.project },
     },
     // An index's LastEvaluatedKey names the table's key and the index's.
     { limit, cursor, partition: [GSI1.pk, partition], keyOf: (i) => ({ ...tableKeyOf(i), [GSI1.pk]: i[GSI1.pk], [GSI1.sk]: i[GSI1.sk] }) },

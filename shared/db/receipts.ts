@@ -8,7 +8,7 @@ import { newId } from '../ids.ts';
 import { isConditionFailure, type Db } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** Operations that are receipted. */
 export type ReceiptOp = 'object.put' | 'object.delete' | 'bucket.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete' | 'project.delete' | 'function.deploy' | 'function.delete';
@@ -65,7 +65,7 @@ export async function listReceipts(db: Db, projectId: string, limit: number, cur
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'RCPT#' },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.receipt },
       ScanIndexForward: false,
     },
     { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },

@@ -16,7 +16,7 @@ import { isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** Secret names (contract "Limits"). */
 export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
@@ -173,7 +173,7 @@ export async function listSecrets(db: Db, projectId: string, limit: number, curs
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SECRET#' },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.secret },
       ProjectionExpression: METADATA_PROJECTION.expression,
       ExpressionAttributeNames: METADATA_PROJECTION.names,
     },
@@ -196,7 +196,7 @@ export async function loadSealedSecrets(db: Db, projectId: string): Promise<Seal
       new QueryCommand({
         TableName: db.table,
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SECRET#' },
+        ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.secret },
         ConsistentRead: true,
         ExclusiveStartKey: start,
       }),

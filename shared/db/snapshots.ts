@@ -11,7 +11,7 @@ import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
-import { keys } from './table.ts';
+import { keys, prefixes } from './table.ts';
 
 /** The engine's status snapshot, as copied into a snapshot (contract "Snapshot" `lineage`). */
 export interface SnapshotLineage {
@@ -101,7 +101,7 @@ export async function listSnapshots(db: Db, projectId: string, limit: number, cu
     {
       TableName: db.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': 'SNAP#' },
+      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.snapshot },
       ScanIndexForward: false,
       ConsistentRead: true,
     },

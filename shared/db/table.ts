@@ -68,39 +68,62 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * An object's `<part>` is its key, or for keys over 923 UTF-8 bytes a prefix, a marker and a hash
  * (sort keys hold 1024 bytes): shared/db/catalog-keys.ts.
  */
+/**
+ * The prefixes of every key shape above, named once: `keys` builds whole keys from them, and the
+ * repository modules' `begins_with` queries and checks of a sort key name them from here.
+ */
+export const prefixes = {
+  account: 'ACCT#',
+  sessionEnd: 'SESSEND#',
+  invite: 'INVITE#',
+  project: 'PRJ#',
+  deleting: 'DELETING#',
+  agent: 'AGENT#',
+  receipt: 'RCPT#',
+  snapshot: 'SNAP#',
+  secret: 'SECRET#',
+  key: 'KEY#',
+  bucket: 'BKT#',
+  object: 'OBJ#',
+  blobDeletion: 'BLOBDEL#',
+  fn: 'FN#',
+  fnVersion: 'FNV#',
+  realtimeTicket: 'RTT#',
+} as const;
+
 export const keys = {
-  account: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: 'ACCT' }),
+  account: (accountId: string) => ({ pk: `${prefixes.account}${accountId}`, sk: 'ACCT' }),
   /** A signed-out session of the account (docs/api.md "Sessions"); dropped by TTL once the token has expired. */
-  sessionEnd: (accountId: string, sessionId: string) => ({ pk: `ACCT#${accountId}`, sk: `SESSEND#${sessionId}` }),
-  invite: (code: string) => ({ pk: `INVITE#${code}`, sk: 'INVITE' }),
-  project: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'PRJ' }),
+  sessionEnd: (accountId: string, sessionId: string) => ({ pk: `${prefixes.account}${accountId}`, sk: `${prefixes.sessionEnd}${sessionId}` }),
+  invite: (code: string) => ({ pk: `${prefixes.invite}${code}`, sk: 'INVITE' }),
+  project: (projectId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: 'PRJ' }),
   /** The record of a deleted project (shared/db/project-delete.ts), which replaces the project item. */
-  projectDeletion: (projectId: string) => ({ pk: `PRJ#${projectId}`, sk: 'GONE' }),
+  projectDeletion: (projectId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: 'GONE' }),
   /** Index partition of the deletions an agent has still to finish (docs/lifecycle.md "Deleting a project"). */
-  deletingOn: (agentId: string) => `DELETING#${agentId}`,
-  projectsOf: (accountId: string) => `ACCT#${accountId}`,
-  agent: (agentId: string) => ({ pk: `AGENT#${agentId}`, sk: 'AGENT' }),
+  deletingOn: (agentId: string) => `${prefixes.deleting}${agentId}`,
+  projectsOf: (accountId: string) => `${prefixes.account}${accountId}`,
+  agent: (agentId: string) => ({ pk: `${prefixes.agent}${agentId}`, sk: 'AGENT' }),
   agents: 'AGENTS',
-  receipt: (projectId: string, at: string, receiptId: string) => ({ pk: `PRJ#${projectId}`, sk: `RCPT#${at}#${receiptId}` }),
+  receipt: (projectId: string, at: string, receiptId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.receipt}${at}#${receiptId}` }),
   /** Snapshot ids are time-ordered (shared/db/snapshots.ts), so this sort key lists by creation. */
-  snapshot: (projectId: string, snapshotId: string) => ({ pk: `PRJ#${projectId}`, sk: `SNAP#${snapshotId}` }),
-  secret: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `SECRET#${name}` }),
-  projectKey: (projectId: string, keyId: string) => ({ pk: `PRJ#${projectId}`, sk: `KEY#${keyId}` }),
-  keyLookup: (keyId: string) => ({ pk: `KEY#${keyId}`, sk: 'KEY' }),
-  bucket: (projectId: string, bucket: string) => ({ pk: `PRJ#${projectId}`, sk: `BKT#${bucket}` }),
+  snapshot: (projectId: string, snapshotId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.snapshot}${snapshotId}` }),
+  secret: (projectId: string, name: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.secret}${name}` }),
+  projectKey: (projectId: string, keyId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.key}${keyId}` }),
+  keyLookup: (keyId: string) => ({ pk: `${prefixes.key}${keyId}`, sk: 'KEY' }),
+  bucket: (projectId: string, bucket: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.bucket}${bucket}` }),
   /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
-  objectsOf: (projectId: string) => ({ pk: `PRJ#${projectId}` }),
+  objectsOf: (projectId: string) => ({ pk: `${prefixes.project}${projectId}` }),
   /** A function's current version (shared/db/functions.ts). */
-  fn: (projectId: string, name: string) => ({ pk: `PRJ#${projectId}`, sk: `FN#${name}` }),
+  fn: (projectId: string, name: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.fn}${name}` }),
   /**
    * One deployed version of a function: `<gen>` is the generation of the function it belongs to (a
    * function deleted and deployed again starts a new one), `<v>` the version zero-padded to 10 digits
    * so the sort key orders versions.
    */
   fnVersion: (projectId: string, name: string, generation: string, version: number) => ({
-    pk: `PRJ#${projectId}`,
-    sk: `FNV#${name}#${generation}#${String(version).padStart(10, '0')}`,
+    pk: `${prefixes.project}${projectId}`,
+    sk: `${prefixes.fnVersion}${name}#${generation}#${String(version).padStart(10, '0')}`,
   }),
   /** A realtime ticket, by the SHA-256 of its secret (shared/db/realtime-tickets.ts): the table never holds a usable ticket. */
-  realtimeTicket: (hash: string) => ({ pk: `RTT#${hash}`, sk: 'RTT' }),
+  realtimeTicket: (hash: string) => ({ pk: `${prefixes.realtimeTicket}${hash}`, sk: 'RTT' }),
 } as const;
