@@ -6,7 +6,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['shared/**/*.test.ts', 'handlers/**/*.test.ts', 'host-agent/**/*.test.ts', 'engine/**/*.test.ts', 'infra/**/*.test.ts', 'client/**/*.test.ts', 'test/**/*.test.ts'],
-    globalSetup: ['test/setup/global.ts'],
+    globalSetup: ['test/setup/global.ts', 'test/setup/statuses.ts'],
+    // Every (route, status) the suites observe must be in the OpenAPI document (test/helpers/observed.ts).
+    setupFiles: ['test/setup/record-fetch.ts'],
     reporters: ['default', './test/setup/summary-reporter.ts'],
     pool: 'forks',
     maxWorkers: 2,

@@ -4,7 +4,7 @@
  * every entry (miniflare worker, Node server, function gateway) calls.
  */
 import { Router } from 'itty-router';
-import { HANDLER_ROUTES, matchPath } from '../shared/api/index.ts';
+import { HANDLER_ROUTES, refusesTrailingSlash } from '../shared/api/index.ts';
 import { errorResponse, errors } from '../shared/errors.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { ID_PATTERNS, newRequestId } from '../shared/ids.ts';
@@ -120,16 +120,12 @@ export function createApp(deps: Deps): App {
 /**
  * itty-router matches a pattern with or without a trailing slash, and URL parsing (RFC 3986 §5.2.4)
  * turns `…/replaced/..` into `…/{id}/`: without this, a stray `..` after a project's sub-resource
- * would reach `DELETE /v0/projects/:id`. No `/v0` route ends with a slash (docs/api.md "Decisions"),
- * except where the slash belongs to a rest-of-path parameter (an object key may end with one, an
- * S3-style folder marker) or to a path the route forwards (an invocation's, docs/functions.md "Invoke").
+ * would reach `DELETE /v0/projects/:id`. Which paths may end with one: shared/api/index.ts
+ * `refusesTrailingSlash` (docs/api.md "Decisions").
  */
 function refuseTrailingSlash(request: Request): void {
   const path = new URL(request.url).pathname;
-  if (path.length <= 1 || !path.endsWith('/') || !path.startsWith('/v0/')) return;
-  const match = matchPath(path);
-  if (match && (match.route.query === 'forwarded' || Object.values(match.params).some((value) => value.endsWith('/')))) return;
-  throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
+  if (refusesTrailingSlash(path)) throw errors.notFound(`no route for ${request.method} ${path} (paths do not end with a slash)`);
 }
 
 /**

@@ -115,6 +115,18 @@ export function matchPath(pathname: string): RouteMatch | undefined {
 }
 
 /**
+ * Whether `pathname` ends with a slash no route takes: none under `/v0` does (docs/api.md
+ * "Decisions"), except where the slash belongs to a rest-of-path parameter (an object key may end
+ * with one, an S3-style folder marker) or to a path the route forwards (an invocation's). itty-router
+ * would match such a path to the route without the slash; the handlers answer 404 instead.
+ */
+export function refusesTrailingSlash(pathname: string): boolean {
+  if (pathname.length <= 1 || !pathname.endsWith('/') || !pathname.startsWith('/v0/')) return false;
+  const match = matchPath(pathname);
+  return !(match && (match.route.query === 'forwarded' || Object.values(match.params).some((value) => value.endsWith('/'))));
+}
+
+/**
  * Whether a route's answer or request body may outlive an ordinary request: an event stream, bytes
  * or a stream either way (object bytes, a function's module, invocations, `/v2`). These are what a
  * function gateway cannot carry and a proxy must not time out.

@@ -193,8 +193,8 @@ function responsesOf(route: RouteDecl, components: Record<string, JsonSchema>, u
     const content: Record<string, unknown> = {};
     if (answer.json) content['application/json'] = { schema: convert(answer.json, 'output', components) };
     if (answer.content) content[answer.content.type] = { schema: mediaSchema(answer.content) };
-    // What the agents pass through is the engine's answer, whatever its status.
-    responses[route.servedBy === 'agent' ? 'default' : status] = {
+    // What a route relays unchanged (the engine's answer, a function's) may have any status.
+    responses[route.answerFlow === 'stream' ? 'default' : status] = {
       description: answer.description,
       headers: headerObjects(answer.headers),
       ...(Object.keys(content).length > 0 ? { content } : {}),

@@ -9,6 +9,7 @@ import { loadSettings } from '../../shared/config.ts';
 import { lineFields, type Log } from '../../shared/log.ts';
 import type { Db } from '../../shared/db/client.ts';
 import { REPO, tempDir, testDeployment } from './env.ts';
+import { observeStatus } from './observed.ts';
 
 /** A running in-process service. */
 export interface TestService {
@@ -28,7 +29,11 @@ export async function startTestService(overrides: Record<string, string> = {}): 
   const { env, db } = await testDeployment({ SVCD_ROOT: root.dir, ...overrides });
   const logs: string[] = [];
   // Each line as the service writes it: the message, then its fields as they leave the process (shared/log.ts).
-  const log: Log = (line, fields) => logs.push(fields ? `${line} ${JSON.stringify(lineFields(fields).rest)}` : line);
+  const log: Log = (line, fields) => {
+    logs.push(fields ? `${line} ${JSON.stringify(lineFields(fields).rest)}` : line);
+    // The handlers' request line names the route it was served by (test/helpers/observed.ts).
+    if (fields?.event === 'request' && typeof fields.route === 'string' && fields.route !== '(no route)') observeStatus(`${String(fields.method)} ${fields.route}`, Number(fields.status));
+  };
   const agent = await startAgent(loadSettings(env), { log, db, cwd: REPO });
   const deps = buildDeps(env, log);
   const app = createApp(deps);
