@@ -8,7 +8,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { invalidCursor } from '../cursors.ts';
 import type { Db } from './client.ts';
 import type { Page } from './pagination.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { decodeCursor, encodeCursor, queryEach } from './pagination.ts';
 import { AFTER_GROUP, compareKeys, keyPartCeiling, keyPartFloor, objectPrefix, prefixSuccessor } from './catalog-keys.ts';
 import { toObject, type ObjectRecord } from './storage-records.ts';
 import { keys } from './table.ts';
@@ -16,20 +16,8 @@ import { keys } from './table.ts';
 /** Every row of one group of long keys, in key order. */
 async function groupMembers(db: Db, pk: string, grp: string): Promise<ObjectRecord[]> {
   const members: ObjectRecord[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :grp)',
-        ExpressionAttributeValues: { ':pk': pk, ':grp': grp },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of out.Items ?? []) members.push(toObject(item));
-    start = out.LastEvaluatedKey;
-  } while (start);
+  const query = { TableName: db.table, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :grp)', ExpressionAttributeValues: { ':pk': pk, ':grp': grp }, ConsistentRead: true };
+  await queryEach(db, query, (items) => void members.push(...items.map(toObject)));
   return members.sort((a, b) => compareKeys(a.key, b.key));
 }
 

@@ -4,10 +4,11 @@
  * round trip, and every blob the rows name. Rows are `PRJ#<prj>` / `OBJ#<bucket>#<key part>`, the
  * key part built by shared/db/catalog-keys.ts.
  */
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Db, ItemsRead, TableKey } from './client.ts';
 import { batchGetItems } from './client.ts';
 import { objectKeyOf } from './catalog-keys.ts';
+import { queryEach } from './pagination.ts';
 import { toRecord as toProject, type ProjectRecord } from './projects.ts';
 import { toBucket, toObject, type BucketRecord, type ObjectRecord } from './storage-records.ts';
 import { keys, prefixes } from './table.ts';
@@ -74,24 +75,18 @@ export async function catalogKeys(projectId: string, bucket: string | null, key:
  * whatever backend its row names.
  */
 export async function referencedBlobs(db: Db, projectId: string): Promise<Set<string>> {
-  const { pk } = keys.objectsOf(projectId);
   const names = new Set<string>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await db.doc.send(
-      new QueryCommand({
-        TableName: db.table,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.object },
-        // `blob` is a DynamoDB reserved word.
-        ProjectionExpression: '#blob',
-        ExpressionAttributeNames: { '#blob': 'blob' },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of out.Items ?? []) if (typeof item.blob === 'string') names.add(item.blob);
-    start = out.LastEvaluatedKey;
-  } while (start);
+  const query = {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.objectsOf(projectId).pk, ':prefix': prefixes.object },
+    // `blob` is a DynamoDB reserved word.
+    ProjectionExpression: '#blob',
+    ExpressionAttributeNames: { '#blob': 'blob' },
+    ConsistentRead: true,
+  };
+  await queryEach(db, query, (items) => {
+    for (const item of items) if (typeof item.blob === 'string') names.add(item.blob);
+  });
   return names;
 }
