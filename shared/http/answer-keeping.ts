@@ -126,7 +126,9 @@ export function answerKeepingConnection(
   });
   connection = new KeptConnection(socket);
   socket.on('end', () => connection!.push(null));
-  socket.on('error', (err) => connection!.destroy(err));
+  // Until it is handed over, a failure is the callback's to report: nobody listens on the connection yet.
+  let handed = false;
+  socket.on('error', (err) => connection!.destroy(handed ? err : undefined));
   socket.on('close', () => connection!.destroy());
   const timer = setTimeout(() => socket.destroy(new errors.ConnectTimeoutError()), timeoutMs);
   const onError = (err: Error) => {
@@ -139,6 +141,7 @@ export function answerKeepingConnection(
     socket.off('error', onError);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 60_000);
+    handed = true;
     callback(null, connection);
   });
   socket.connect('path' in target ? { path: target.path } : { host: target.host, port: target.port });
