@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { isSameProcessAlive, processStartTime } from '../../shared/procs.ts';
 
 /** A process the supervisor can signal and wait for, whether its child or adopted. */
@@ -88,75 +89,12 @@ export function spawnServe(options: {
     stdio: ['ignore', 'pipe', options.stderrFd],
     env: options.env,
   });
-  let status: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  let spawnError: Error | null = null;
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
-      status = { code, signal };
-      resolve();
-    });
-    child.once('error', (err) => {
-      spawnError = err;
-      if (child.pid === undefined) {
-        status = { code: null, signal: null };
-        resolve();
-      }
-    });
-  });
+  const watched = watchExit(child);
+  const { exited } = watched;
   const startTime = child.pid !== undefined ? processStartTime(child.pid) : null;
-
-  let buffer = '';
-  let readyDone = false;
   const stdout = child.stdout!;
   stdout.setEncoding('utf8');
-  const ready = new Promise<ReadyLine>((resolve, reject) => {
-    const onData = (chunk: string) => {
-      if (readyDone) {
-        options.onOutput(chunk);
-        return;
-      }
-      buffer += chunk;
-      if (buffer.length > 64 * 1024) buffer = buffer.slice(-64 * 1024);
-      const nl = buffer.indexOf('\n');
-      if (nl < 0) return;
-      readyDone = true;
-      const line = buffer.slice(0, nl);
-      const rest = buffer.slice(nl + 1);
-      if (rest) options.onOutput(rest);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        parsed = null;
-      }
-      const r = parsed as Partial<ReadyLine> | null;
-      if (r && r.ready === true && typeof r.listen === 'string' && typeof r.pid === 'number') {
-        resolve(r as ReadyLine);
-        return;
-      }
-      options.onOutput(`${line}\n`);
-      // An engine that prints something else first is usually failing and about to say why on
-      // stderr and exit: a moment for that, so its reason reaches the tenant log before it is stopped.
-      const refused = () => reject(new Error('the engine printed something other than its ready line'));
-      const grace = setTimeout(refused, NOT_READY_GRACE_MS);
-      void exited.then(() => {
-        clearTimeout(grace);
-        refused();
-      });
-    };
-    stdout.on('data', onData);
-    void exited.then(() => {
-      if (readyDone) return;
-      readyDone = true;
-      if (buffer) options.onOutput(buffer.endsWith('\n') ? buffer : `${buffer}\n`);
-      reject(
-        spawnError
-          ? new Error(`the engine could not be started (${(spawnError as NodeJS.ErrnoException).code ?? spawnError.message})`)
-          : new Error(`the engine exited before it was ready (${formatStatus(status)})`),
-      );
-    });
-  });
-  ready.catch(() => {});
+  const reading = readReadyLine(stdout, watched, options.onOutput);
 
   let gone = false;
   void exited.then(() => {
@@ -181,7 +119,94 @@ export function spawnServe(options: {
       stdout.destroy();
     },
   };
-  return { process: proc, child, ready, earlyOutput: () => buffer, exitStatus: () => status };
+  return { process: proc, child, ready: reading.ready, earlyOutput: reading.earlyOutput, exitStatus: watched.status };
+}
+
+/** How a spawned engine ended: `exited` resolves at its exit (or when it could not be spawned at all). */
+interface WatchedExit {
+  exited: Promise<void>;
+  status(): { code: number | null; signal: NodeJS.Signals | null } | null;
+  spawnError(): Error | null;
+}
+
+function watchExit(child: ChildProcess): WatchedExit {
+  let status: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  let spawnError: Error | null = null;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      status = { code, signal };
+      resolve();
+    });
+    child.once('error', (err) => {
+      spawnError = err;
+      if (child.pid === undefined) {
+        status = { code: null, signal: null };
+        resolve();
+      }
+    });
+  });
+  return { exited, status: () => status, spawnError: () => spawnError };
+}
+
+/**
+ * The engine's ready line, the first line of its stdout; everything after it goes to `onOutput`.
+ * Rejects when the engine prints something else first (after a grace for its reason on stderr) or
+ * exits before it is ready. `earlyOutput` is what it printed before (at most 64 KiB).
+ */
+function readReadyLine(stdout: Readable, watched: WatchedExit, onOutput: (text: string) => void): { ready: Promise<ReadyLine>; earlyOutput: () => string } {
+  const { exited } = watched;
+  let buffer = '';
+  let readyDone = false;
+  const ready = new Promise<ReadyLine>((resolve, reject) => {
+    const onData = (chunk: string) => {
+      if (readyDone) {
+        onOutput(chunk);
+        return;
+      }
+      buffer += chunk;
+      if (buffer.length > 64 * 1024) buffer = buffer.slice(-64 * 1024);
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      readyDone = true;
+      const line = buffer.slice(0, nl);
+      const rest = buffer.slice(nl + 1);
+      if (rest) onOutput(rest);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        parsed = null;
+      }
+      const r = parsed as Partial<ReadyLine> | null;
+      if (r && r.ready === true && typeof r.listen === 'string' && typeof r.pid === 'number') {
+        resolve(r as ReadyLine);
+        return;
+      }
+      onOutput(`${line}\n`);
+      // An engine that prints something else first is usually failing and about to say why on
+      // stderr and exit: a moment for that, so its reason reaches the tenant log before it is stopped.
+      const refused = () => reject(new Error('the engine printed something other than its ready line'));
+      const grace = setTimeout(refused, NOT_READY_GRACE_MS);
+      void exited.then(() => {
+        clearTimeout(grace);
+        refused();
+      });
+    };
+    stdout.on('data', onData);
+    void exited.then(() => {
+      if (readyDone) return;
+      readyDone = true;
+      if (buffer) onOutput(buffer.endsWith('\n') ? buffer : `${buffer}\n`);
+      const spawnError = watched.spawnError();
+      reject(
+        spawnError
+          ? new Error(`the engine could not be started (${(spawnError as NodeJS.ErrnoException).code ?? spawnError.message})`)
+          : new Error(`the engine exited before it was ready (${formatStatus(watched.status())})`),
+      );
+    });
+  });
+  ready.catch(() => {});
+  return { ready, earlyOutput: () => buffer };
 }
 
 /**
