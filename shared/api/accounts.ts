@@ -19,7 +19,7 @@ export const signup = route({
   access: 'none',
   body: { flow: 'json', schema: signupRequestSchema, optional: true },
   answers: { 201: { description: 'the account, its secret (shown once) and a session', json: signupAnswerSchema } },
-  errors: [403],
+  errors: [403, 409],
 });
 
 export const openSession = route({

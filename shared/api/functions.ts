@@ -31,7 +31,7 @@ export const deploy = route({
   headers: { 'Content-Type': { description: '`application/javascript` or `text/javascript`', required: true } },
   body: { flow: 'bytes', media: { type: 'application/javascript', description: 'the module\'s source' } },
   answers: { 201: { description: 'a new function', json: functionSchema }, 200: { description: 'a new version', json: functionSchema } },
-  errors: [413, 503],
+  errors: [409, 413, 503],
 });
 
 export const list = route({

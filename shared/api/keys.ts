@@ -14,6 +14,7 @@ export const issue = route({
   params: project,
   body: { flow: 'json', schema: createKeyRequestSchema, optional: true },
   answers: { 201: { description: 'the key, with its secret', json: issuedKeySchema } },
+  errors: [409],
 });
 
 export const list = route({

@@ -15,7 +15,7 @@ export const create = route({
   access: 'session',
   body: { flow: 'json', schema: createProjectRequestSchema },
   answers: { 201: { description: 'the project', json: projectSchema } },
-  errors: [503],
+  errors: [409, 503],
 });
 
 export const list = route({

@@ -16,7 +16,7 @@ export const put = route({
   params: secret,
   body: { flow: 'json', schema: putSecretRequestSchema },
   answers: { 201: { description: 'created', json: secretMetadataSchema }, 200: { description: 'rotated', json: secretMetadataSchema } },
-  errors: [501, 503],
+  errors: [409, 501, 503],
 });
 
 export const list = route({
@@ -49,6 +49,7 @@ export const remove = route({
   access: 'session',
   params: secret,
   answers: { 200: { description: 'the deleted secret\'s metadata', json: secretMetadataSchema } },
+  errors: [409, 503],
 });
 
 /** In the order they are matched (before the functions': `…/functions/secrets` is not a function). */

@@ -34,6 +34,8 @@ export const putBucket = route({
   access: 'session',
   params: bucket,
   answers: { 201: { description: 'created', json: bucketSchema }, 200: { description: 'already there', json: bucketSchema } },
+  // 409 while a deletion of the bucket is unfinished (docs/storage.md "Deleting a bucket").
+  errors: [409],
 });
 
 export const listBuckets = route({
@@ -74,6 +76,7 @@ export const uploadTicket = route({
   params: project,
   body: { flow: 'json', schema: uploadTicketRequestSchema },
   answers: { 201: { description: 'the upload ticket', json: uploadTicketSchema } },
+  errors: [409],
 });
 
 export const downloadTicket = route({
@@ -167,7 +170,7 @@ export const deleteObjectByPath = route({
   access: 'session',
   params: object,
   answers: { 200: { description: 'the removed row', json: objectRowSchema } },
-  errors: [502, 503],
+  errors: [409, 502, 503],
 });
 
 /** `…/objects/{bucket}` with no key: always 400, after the credential and ownership checks. */
@@ -214,7 +217,7 @@ export const deleteObject = route({
   params: project,
   body: { flow: 'json', schema: deleteObjectRequestSchema },
   answers: { 200: { description: 'the removed row', json: objectRowSchema } },
-  errors: [502, 503],
+  errors: [409, 502, 503],
 });
 
 /** Buckets and tickets, in the order they are matched. */
