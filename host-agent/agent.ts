@@ -4,7 +4,6 @@
  * `stop()` is idempotent and phased.
  */
 import { mkdirSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Settings } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db/client.ts';
@@ -12,16 +11,18 @@ import { getAgent, heartbeatAgent, registerAgent } from '../shared/db/agents.ts'
 import { getProject } from '../shared/db/projects.ts';
 import { lookupKey } from '../shared/db/keys.ts';
 import { serveFetch, type Served } from '../shared/http/node-http.ts';
+import type { ListenerSource } from '../shared/http/held-listeners.ts';
+import type { RelayTargets } from '../shared/http/relay.ts';
 import { parseKeyRing } from '../shared/secrets-crypto.ts';
 import { nowIso } from '../shared/time.ts';
 import type { AgentContext } from './context.ts';
 import { agentIdentity } from './identity.ts';
 import { createInternalApi, type InternalRoutes } from './internal-api.ts';
+import { InternalTokens } from './internal-auth.ts';
 import { KeyCache } from './dataplane/key-cache.ts';
 import { Peers } from './dataplane/peers.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
-import { startDataplane } from './dataplane/server.ts';
-import { FrontReturn } from './dataplane/handed.ts';
+import { startDataplane, type Dataplane } from './dataplane/server.ts';
 import { publicRealtime } from './realtime/public.ts';
 import { publicInvoke } from './functions/public.ts';
 import * as keyRoutes from './routes/keys.ts';
@@ -52,11 +53,6 @@ export interface Agent {
   dataplaneUrl: string;
   /** Where `GET /metrics` answers (`SVCD_METRICS_PORT`; docs/observability.md "Metrics"). */
   metricsUrl: string;
-  /**
-   * Serves a connection the local front accepted and handed over with what it read of it
-   * (docs/local-stack.md "One hop for `/v2`"); what the agent does not serve goes back to `origin`.
-   */
-  adopt(socket: Socket, head: Buffer, origin: string): void;
   stop(): Promise<void>;
 }
 
@@ -66,12 +62,18 @@ export interface AgentOptions {
   db?: Db;
   /** The repository root, against which relative paths in settings resolve. */
   cwd?: string;
+  /** Listeners the supervisor holds and passes on (the local stack, docs/local-stack.md "Ports"). */
+  held?: ListenerSource;
+  /**
+   * Serve the local stack's one origin on the held `SVCD_PORT` (docs/local-stack.md "One origin"):
+   * where it relays what the agent does not serve itself, and the public URL clients reach.
+   */
+  origin?: { targets: RelayTargets; url: string };
 }
 
-/** Starts an agent from validated settings. */
-export async function startAgent(settings: Settings, options: AgentOptions = {}): Promise<Agent> {
+/** The agent's parts, before any listener opens: identity, pin check, hub, functions, tenants. */
+async function buildContext(settings: Settings, options: AgentOptions, log: Log): Promise<{ ctx: AgentContext; pin: EnginePin }> {
   const cwd = options.cwd ?? process.cwd();
-  const log = options.log ?? ((line: string) => console.error(line));
   // Validated before anything starts: a bad key ring fails the start naming its setting.
   const secrets = parseKeyRing(settings);
   const root = resolve(cwd, settings.SVCD_ROOT);
@@ -147,14 +149,14 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
       realtime: () => realtime.stats(),
     }),
     blobs,
+    internalTokens: new InternalTokens(settings.SVCD_INTERNAL_SECRET),
   };
-  // The supervisor repairs, adopts and reconciles before any listener opens.
-  const started = now();
-  await tenants.start();
-  // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
-  const sweeping = sweepLeftovers(ctx, started);
-  const sweepingFunctions = functions.start();
+  return { ctx, pin };
+}
 
+/** The internal API's listener, with the two routes that stream on node:http directly. */
+async function startInternal(ctx: AgentContext, held: ListenerSource | undefined): Promise<Served> {
+  const { settings, log } = ctx;
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
   const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
@@ -162,17 +164,25 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     port: settings.SVCD_AGENT_PORT,
     setting: 'SVCD_AGENT_PORT',
     onError: (err) => log(`agent: internal request failed: ${(err as Error).stack ?? err}`),
+    held,
   });
   realtimeRoutes.attachSubscribeStream(internal.server, ctx);
   functionRoutes.attachInvokeStream(internal.server, ctx);
-  const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
-  // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
-  // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
-  const frontReturn = new FrontReturn(log);
+  return internal;
+}
+
+/** The `/v2` listener, and the local stack's origin when the agent is given one. */
+function startPublic(ctx: AgentContext, options: AgentOptions): Promise<Dataplane> {
+  const { settings, log } = ctx;
   const cors = parseCorsOrigins(settings.SVCD_CORS_ORIGINS);
-  const servePublicRealtime = publicRealtime({ ctx, keys: ctx.keyCache, cors, log });
-  const servePublicInvoke = publicInvoke({ ctx, keys: ctx.keyCache, cors, log });
-  const dataplane = await startDataplane({
+  const origin = options.origin && {
+    targets: options.origin.targets,
+    log,
+    // Realtime subscribe and publish, and invocations with a project key, are served here
+    // (docs/realtime.md "Through the base URL, locally"; docs/functions.md "The path through the service").
+    routes: [publicRealtime({ ctx, keys: ctx.keyCache, cors, log }), publicInvoke({ ctx, keys: ctx.keyCache, cors, log, origin: options.origin.url })],
+  };
+  return startDataplane({
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_DATAPLANE_PORT,
     maxBytes: settings.SVCD_DATAPLANE_MAX_BYTES,
@@ -182,13 +192,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     agentId: ctx.agentId,
     peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
     cors,
-    // A connection handed over by the local front: realtime subscribe and publish, and invocations
-    // with a project key, are served here (docs/realtime.md "Through the base URL, locally";
-    // docs/functions.md "The path through the service"), the rest goes back to the front.
-    handed: (req, res, expectsContinue, origin) => {
-      const back = () => frontReturn.send(req, res, expectsContinue, origin);
-      if (!servePublicRealtime(req, res, expectsContinue, back) && !servePublicInvoke(req, res, expectsContinue, origin, back)) back();
-    },
+    held: options.held,
+    origin,
     // One line and the metrics per /v2 request (docs/observability.md).
     observe: (r) => {
       ctx.metrics.dataplane(r.status, r.seconds, r.bytesIn, r.bytesOut);
@@ -203,19 +208,31 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
         ...(r.projectId ? { project_id: r.projectId } : {}),
       });
     },
-  }).catch(async (err: unknown) => {
+  });
+}
+
+/** Every listener, each closed again when a later one fails to open. */
+async function startListeners(ctx: AgentContext, options: AgentOptions): Promise<{ internal: Served; dataplane: Dataplane; metrics: Served }> {
+  const internal = await startInternal(ctx, options.held);
+  // The /v2 listener exists before the agent registers, so the URL it advertises is the real one
+  // (also with SVCD_DATAPLANE_PORT=0). SVCD_DATAPLANE_URL overrides it behind a proxy.
+  const dataplane = await startPublic(ctx, options).catch(async (err: unknown) => {
     await internal.close();
     throw err;
   });
   // Prometheus on a listener of its own, never the public origin (docs/deploy.md "Every setting").
-  const metricsListener = await startMetricsListener(ctx.metrics, settings.SVCD_AGENT_HOST, settings.SVCD_METRICS_PORT).catch(async (err: unknown) => {
+  const metrics = await startMetricsListener(ctx.metrics, ctx.settings.SVCD_AGENT_HOST, ctx.settings.SVCD_METRICS_PORT, options.held).catch(async (err: unknown) => {
     await Promise.all([internal.close(), dataplane.close()]);
     throw err;
   });
-  const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
   // An engine that exits takes its connections with it: drop its pool at once.
   ctx.tenants.onExit((projectId) => dataplane.engineExited(projectId));
+  return { internal, dataplane, metrics };
+}
 
+/** Registers the agent in DynamoDB and heartbeats (the timer is answered, unreferenced). */
+async function register(ctx: AgentContext, pin: EnginePin, internalUrl: string, dataplaneUrl: string): Promise<NodeJS.Timeout> {
+  const { settings, log } = ctx;
   const startedAt = nowIso();
   await registerAgent(ctx.db, {
     agent_id: ctx.agentId,
@@ -227,27 +244,40 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     started_at: startedAt,
     heartbeat_at: startedAt,
   });
-
   const heartbeat = setInterval(() => {
-    heartbeatAgent(ctx.db, ctx.agentId, nowIso(), ctx.pin.ok).catch((err) =>
-      log(`agent: heartbeat failed: ${(err as Error).message}`),
-    );
+    heartbeatAgent(ctx.db, ctx.agentId, nowIso(), ctx.pin.ok).catch((err) => log(`agent: heartbeat failed: ${(err as Error).message}`));
   }, settings.SVCD_HEARTBEAT_MS);
   heartbeat.unref();
+  return heartbeat;
+}
+
+/** Starts an agent from validated settings: its parts, then its listeners, then its registration. */
+export async function startAgent(settings: Settings, options: AgentOptions = {}): Promise<Agent> {
+  const log = options.log ?? ((line: string) => console.error(line));
+  const { ctx, pin } = await buildContext(settings, options, log);
+  // The supervisor repairs, adopts and reconciles before any listener opens.
+  const started = ctx.now();
+  await ctx.tenants.start();
+  // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
+  const sweeping = sweepLeftovers(ctx, started);
+  const sweepingFunctions = ctx.functions.start();
+  const { internal, dataplane, metrics } = await startListeners(ctx, options);
+  const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
+  const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
+  const heartbeat = await register(ctx, pin, internalUrl, dataplaneUrl);
 
   let stopping: Promise<void> | undefined;
-  const servers: Served[] = [internal, dataplane, metricsListener];
+  const servers: Served[] = [internal, dataplane, metrics];
   return {
     ctx,
     internalUrl,
     dataplaneUrl,
-    metricsUrl: metricsListener.url,
-    adopt: (socket, head, origin) => dataplane.adopt(socket, head, origin),
+    metricsUrl: metrics.url,
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);
         ctx.realtime.close();
-        await Promise.all([...servers.map((s) => s.close()), frontReturn.close()]);
+        await Promise.all(servers.map((s) => s.close()));
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.
         await within(sweeping, 5000);
         await within(sweepingFunctions, 5000);

@@ -7,19 +7,31 @@
  * never outlives the stack (docs/local-stack.md "Processes"). Off by default: under systemd stdin is
  * /dev/null, which ends at once.
  *
- * Spawned with an IPC channel (the local stack), the agent also takes connections the stack's front
- * hands over to it (docs/local-stack.md "One hop for `/v2`"): each arrives as a message with the
- * socket and the bytes the front read of it.
+ * `--held-listeners SETTING=port,…`: the supervisor (the local stack, over the IPC channel it spawns
+ * the agent with) holds these listeners and passes them on (shared/http/held-listeners.ts); the
+ * agent binds none of them itself (docs/local-stack.md "Ports"). With the `SVCD_PORT` one, the agent
+ * is the stack's one origin (docs/local-stack.md "One origin"): `--origin-handlers <url>` is where it
+ * relays what it does not serve itself, `--origin-metrics <url,…>` the agents' metrics listeners
+ * (`/metrics`, `/metrics/<n>`), `--origin-url <url>` the base URL clients reach.
  */
 import { parseArgs } from 'node:util';
-import { receiveHandedConnections } from '../shared/http/handoff.ts';
+import { parseHeldPorts, ReceivedListeners } from '../shared/http/held-listeners.ts';
 import { ConfigError, loadSettings } from '../shared/config.ts';
 import { createNodeLog } from '../shared/log-node.ts';
 import { startAgent, type Agent } from './agent.ts';
 
 let flags;
 try {
-  flags = parseArgs({ options: { 'stop-on-stdin-eof': { type: 'boolean' } }, strict: true }).values;
+  flags = parseArgs({
+    options: {
+      'stop-on-stdin-eof': { type: 'boolean' },
+      'held-listeners': { type: 'string' },
+      'origin-handlers': { type: 'string' },
+      'origin-metrics': { type: 'string' },
+      'origin-url': { type: 'string' },
+    },
+    strict: true,
+  }).values;
 } catch (err) {
   console.error(`svc-agent: ${(err as Error).message}`);
   process.exit(2);
@@ -51,6 +63,8 @@ let stopRequested = false;
 let signals = 0;
 const stop = () => {
   stopRequested = true;
+  // The held listeners go back to the supervisor at once: its fallback serves them while this stops.
+  held?.close();
   agent?.stop().then(
     () => exit(0),
     (err) => {
@@ -80,16 +94,21 @@ if (flags['stop-on-stdin-eof']) {
   process.stdin.resume();
   process.on('disconnect', parentGone);
 }
-if (process.send) {
-  // Listened to from the start: a connection handed over before the agent runs (or once it stops) is closed.
-  receiveHandedConnections((socket, head, origin) => {
-    if (!agent || stopRequested) return void socket.destroy();
-    agent.adopt(socket, head, origin);
-  });
+// Listened to from the start: the supervisor gives the listeners it holds as soon as the agent runs.
+let held: ReceivedListeners | undefined;
+try {
+  if (flags['held-listeners'] !== undefined && process.send) held = new ReceivedListeners(parseHeldPorts(flags['held-listeners']));
+} catch (err) {
+  console.error(`svc-agent: ${(err as Error).message}`);
+  process.exit(2);
 }
+const originHandlers = flags['origin-handlers'];
+const origin = originHandlers
+  ? { targets: { handlers: originHandlers, metrics: (flags['origin-metrics'] ?? '').split(',').filter(Boolean) }, url: flags['origin-url'] ?? originHandlers }
+  : undefined;
 
 try {
-  agent = await startAgent(settings, { log });
+  agent = await startAgent(settings, { log, held, origin });
   console.log(
     JSON.stringify({ ready: true, agent_id: agent.ctx.agentId, internal_url: agent.internalUrl, metrics_url: agent.metricsUrl, pin_ok: agent.ctx.pin.ok }),
   );

@@ -15,6 +15,7 @@ import { errors } from '../shared/errors.ts';
 import { newRequestId } from '../shared/ids.ts';
 import { answerError, SERVER_OPTIONS, startServed } from '../shared/http/node-http.ts';
 import type { Served } from '../shared/http/node-http.ts';
+import type { ListenerSource } from '../shared/http/held-listeners.ts';
 import type { Log } from '../shared/log.ts';
 
 /** Lifecycle operations whose duration is observed. */
@@ -154,7 +155,7 @@ function fromSource(name: string, help: string, read: () => number, registers: R
  * Serves `GET /metrics` (and HEAD) on host:port; anything else is the 404 envelope. A listener of
  * its own, so a deployment keeps it off the public origin (docs/deploy.md "Every setting").
  */
-export async function startMetricsListener(metrics: AgentMetrics, host: string, port: number): Promise<Served> {
+export async function startMetricsListener(metrics: AgentMetrics, host: string, port: number, held?: ListenerSource): Promise<Served> {
   const server = createServer(SERVER_OPTIONS, (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
@@ -168,7 +169,7 @@ export async function startMetricsListener(metrics: AgentMetrics, host: string, 
       (err: unknown) => answerError(req, res, err, newRequestId()),
     );
   });
-  return startServed(server, host, port, 'SVCD_METRICS_PORT');
+  return startServed(server, host, port, 'SVCD_METRICS_PORT', held);
 }
 
 /**

@@ -1,9 +1,8 @@
 /**
- * Function invocations with a project key, served by the agent itself on connections the local
- * front hands over (docs/functions.md "The path through the service"; docs/local-stack.md "One hop
- * for `/v2`"): the client's request goes from the agent straight to the project's runtime, one hop
- * instead of crossing the front, workerd and the handlers first — as realtime does
- * (../realtime/public.ts).
+ * Function invocations with a project key, served by the agent itself at the local stack's origin
+ * (docs/functions.md "The path through the service"; docs/local-stack.md "One origin"): the
+ * client's request goes from the agent straight to the project's runtime, one hop instead of
+ * crossing workerd and the handlers first — as realtime does (../realtime/public.ts).
  *
  * The rules are the public route's (handlers/routes/functions.ts), in the same order and with the
  * same answers: a project key of this very project (this agent's key cache, which a revocation
@@ -12,10 +11,9 @@
  * client's request (less `Authorization`, hop-by-hop headers and the service's internal names), and
  * the client gets the function's answer with the service's `X-Request-Id` and CORS headers.
  *
- * Anything else goes back to the front untouched, whose handlers serve it as before: an owner's
- * session, no credential, a CORS preflight, a project placed on another agent.
+ * Anything else is relayed to the handlers untouched, which serve it as before: an owner's session,
+ * no credential, a CORS preflight, a project placed on another agent.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { errors } from '../../shared/errors.ts';
 import { pathParam } from '../../shared/http/body.ts';
@@ -27,7 +25,7 @@ import type { Log } from '../../shared/log.ts';
 import { functionNameSchema, functionSeesHeader } from '../../shared/schemas/functions.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import type { AgentContext } from '../context.ts';
-import { logHandedRequest } from '../dataplane/handed.ts';
+import { logPublicRequest, type PublicRoute } from '../dataplane/origin.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 
 const ROUTE = /^\/v0\/projects\/([^/?]+)\/functions\/([^/?]+)\/invoke(?=[/?]|$)/;
@@ -35,22 +33,24 @@ const ROUTE = /^\/v0\/projects\/([^/?]+)\/functions\/([^/?]+)\/invoke(?=[/?]|$)/
 /** What the public invoke route needs of the agent. */
 export interface PublicInvokeDeps {
   ctx: Pick<AgentContext, 'settings' | 'agentId' | 'functions'>;
+  /** The origin the client reached (the stack's base URL): functions see it as `CLOUD_ORIGIN` unless that is set. */
+  origin: string;
   keys: KeyCache;
   cors: CorsPolicy;
   log: Log;
 }
 
-/** Why a request goes back to the front: the project is not this agent's to serve. */
+/** Why a request is relayed to the handlers: the project is not this agent's to serve. */
 class NotHere extends Error {}
 
 /**
  * The public invoke route: answers false for a request it does not take (another route, no project
- * key, a preflight); otherwise serves it, or calls `elsewhere` (the front) when the project is not
- * this agent's. `origin` is the origin the client reached (`CLOUD_ORIGIN` unless set).
+ * key, a preflight); otherwise serves it, or calls `elsewhere` (the handlers) when the project is
+ * not this agent's.
  */
-export function publicInvoke(deps: PublicInvokeDeps): (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, origin: string, elsewhere: () => void) => boolean {
-  const { ctx, log } = deps;
-  return (req, res, expectsContinue, origin, elsewhere) => {
+export function publicInvoke(deps: PublicInvokeDeps): PublicRoute {
+  const { ctx, log, origin } = deps;
+  return (req, res, expectsContinue, elsewhere) => {
     const m = ROUTE.exec(req.url ?? '');
     if (!m) return false;
     const authorization = req.headers.authorization;
@@ -67,7 +67,7 @@ export function publicInvoke(deps: PublicInvokeDeps): (req: IncomingMessage, res
     for (const [name, value] of Object.entries(cors)) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
     const seen: { projectId?: string } = {};
-    logHandedRequest(log, req, res, requestId, '/v0/projects/:id/functions/:name/invoke/:rest*', seen);
+    logPublicRequest(log, req, res, requestId, '/v0/projects/:id/functions/:name/invoke/:rest*', seen);
     const served = (async () => {
       const key = deps.keys.verifyWarm(presented) ?? (await deps.keys.verify(presented));
       const projectId = pathParam(m[1], 'id', projectIdSchema);

@@ -38,7 +38,7 @@ import { refuseUrlCredentials, SSE_HEADERS, subscriptionChannels, ticketRefusal 
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { publishRequestSchema, subscribeQuerySchema, TICKET_PATTERN } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';
-import { logHandedRequest } from '../dataplane/handed.ts';
+import { logPublicRequest, type PublicRoute } from '../dataplane/origin.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 import { responseSink } from '../routes/realtime.ts';
 
@@ -59,7 +59,7 @@ class NotHere extends Error {}
  * The public realtime routes: answers false for any other request; otherwise serves it, or calls
  * `elsewhere` (the front) when the project is not this agent's.
  */
-export function publicRealtime(deps: PublicRealtimeDeps): (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, elsewhere: () => void) => boolean {
+export function publicRealtime(deps: PublicRealtimeDeps): PublicRoute {
   const { ctx, log } = deps;
   return (req, res, expectsContinue, elsewhere) => {
     const m = ROUTE.exec(req.url ?? '');
@@ -69,7 +69,7 @@ export function publicRealtime(deps: PublicRealtimeDeps): (req: IncomingMessage,
     const seen: { projectId?: string } = {};
     for (const [name, value] of Object.entries(corsAnswerHeaders(deps.cors, req.headers.origin))) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
-    logHandedRequest(log, req, res, requestId, `/v0/projects/:id/realtime/${route}`, seen);
+    logPublicRequest(log, req, res, requestId, `/v0/projects/:id/realtime/${route}`, seen);
     const served = route === 'subscribe' ? subscribe(deps, req, res, m[1]!, seen) : publish(deps, req, res, m[1]!, expectsContinue, seen);
     served.catch((thrown: unknown) => {
       if (thrown instanceof NotHere) {

@@ -94,6 +94,24 @@ const shutdown = (signal: string) => {
 // Installed before anything starts, so a signal during start-up still stops what has started.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
 
+/**
+ * The process that started this one (npm, for `npm start`) is watched too: killed outright (`kill
+ * -9`), it sends no signal, and this process would be re-parented and run on with everything it
+ * started (docs/local-stack.md "Processes"). Its going is a stop request like SIGHUP. Not when
+ * started as an orphan already (a parent of pid 1).
+ */
+const PARENT_POLL_MS = 250;
+const parent = process.ppid;
+if (parent > 1) {
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    console.error(`svc-cloud: the process that started it (pid ${parent}) is gone, stopping`);
+    shutdown('SIGHUP');
+  }, PARENT_POLL_MS);
+  watch.unref();
+}
+
 // The supervisor's own lines (and the front's), like every process of the stack: readable on a
 // terminal, JSON otherwise (SVCD_LOG_FORMAT, SVCD_LOG_LEVEL; docs/observability.md "Logs"). The
 // stack validates every setting itself; a bad one here falls back until it fails there.

@@ -1,20 +1,19 @@
 /**
- * Serves a fetch-style handler (`(Request) => Promise<Response>`) on node:http, streaming both
- * ways: the request body reaches the handler as a web stream, the response body is piped out with
- * backpressure, and a client that disconnects aborts the request's signal.
- *
- * Also what every node:http listener of the service shares (the `/v2` listener, the agent's internal
- * API, the Node entry, the local front): request targets in absolute form (RFC 9112 §3.2.2), a
- * connection closed after an answer given before the body was read (RFC 9112 §9.6, docs/dataplane.md
- * "Refused bodies"), errors answered through the one renderer (`answerError`, shared/errors.ts),
- * and malformed requests answered with the error envelope too.
+ * What every node:http listener of the service shares (the agent's public and `/v2` listeners, its
+ * internal API, the Node entry, the local front): request lines and targets (RFC 9112 §3.2: absolute
+ * form accepted, exactly one `Host`, the methods the service knows), a connection closed after an
+ * answer given before the body was read (RFC 9112 §9.6, docs/dataplane.md "Refused bodies"), errors
+ * answered through the one renderer (`answerError`, shared/errors.ts), malformed requests answered
+ * with the error envelope too, and listening on a port of its own or on one the supervisor holds
+ * (./held-listeners.ts). Fetch-style handlers on node:http: ./node-fetch.ts.
  */
-import { createServer, IncomingMessage, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse, STATUS_CODES, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { ServiceError, renderError, writeError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
+import type { ListenerSource } from './held-listeners.ts';
+
+export { nodeWrittenResponse, reasonPhrase, serveFetch, toWebRequest, writeWebResponse, type NodeBodyWriter } from './node-fetch.ts';
 
 /** A running server and how to stop it. */
 export interface Served {
@@ -73,14 +72,54 @@ export function targetAuthority(req: IncomingMessage): string | null {
   return (req as ServiceRequest)[AUTHORITY] ?? null;
 }
 
-/** A ServiceError for a target that is not origin-form once read (`*`, authority-form), else null. */
-export function badTarget(req: IncomingMessage): ServiceError | null {
-  if ((req.url ?? '').startsWith('/')) return null;
-  return new ServiceError('invalid_request', 'the request target must be a path (/v0/...) or an absolute http URL');
+/** The methods the service's routes use (docs/api.md "Decisions": any other is 501 `not_implemented`). */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** How many `Host` field lines `req` carries. */
+function hostLines(req: IncomingMessage): number {
+  let n = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.length === 4 && req.rawHeaders[i]!.toLowerCase() === 'host') n++;
+  return n;
 }
 
-/** Server options of every listener: the request class above. */
-export const SERVER_OPTIONS = { IncomingMessage: ServiceRequest } as const;
+/**
+ * A ServiceError for a request line or `Host` no route takes, else null (RFC 9112 §3.2): a target
+ * that is not origin-form once read (`*`, authority-form) is 400; an HTTP/1.1 request without
+ * `Host`, or any with more than one, is 400; a method the service does not know (`M-SEARCH`,
+ * `LINK`, …) is 501 `not_implemented` (RFC 9110 §15.6.2; CONNECT: `answerClientErrors`).
+ */
+export function badTarget(req: IncomingMessage): ServiceError | null {
+  const method = req.method ?? 'GET';
+  if (!KNOWN_METHODS.has(method)) return new ServiceError('not_implemented', `the method ${method} is not supported: the service's routes use GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS`);
+  if (!(req.url ?? '').startsWith('/')) return new ServiceError('invalid_request', 'the request target must be a path (/v0/...) or an absolute http URL');
+  const hosts = hostLines(req);
+  if (hosts > 1) return new ServiceError('invalid_request', 'Host: the request carries more than one Host header (RFC 9112 §3.2)');
+  if (hosts === 0 && req.httpVersion === '1.1') return new ServiceError('invalid_request', 'Host: an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)');
+  return null;
+}
+
+const RESPONSE = Symbol('response');
+
+/**
+ * The response class of every listener: each records itself on its socket while it is being
+ * written, so a parse error of its request's body (`answerClientErrors`) answers on it.
+ */
+export class ServiceResponse extends ServerResponse {
+  constructor(req: IncomingMessage) {
+    super(req);
+    const socket = req.socket as Socket & { [RESPONSE]?: ServerResponse };
+    socket[RESPONSE] = this;
+    this.once('finish', () => {
+      if (socket[RESPONSE] === this) socket[RESPONSE] = undefined;
+    });
+  }
+}
+
+/**
+ * Server options of every listener: the request and response classes above, and no `Host` check of
+ * node's own (a bare 400): `badTarget` answers it with the envelope.
+ */
+export const SERVER_OPTIONS: ServerOptions = { IncomingMessage: ServiceRequest, ServerResponse: ServiceResponse as typeof ServerResponse, requireHostHeader: false };
 
 // ---------------------------------------------------------------------------------------------
 // Answers given before the body was read
@@ -197,7 +236,11 @@ export function answerClientErrors(server: Server, log?: (line: string) => void)
       return;
     }
     const requestId = newRequestId();
-    const refused = new ServiceError('invalid_request', clientErrorMessage(code));
+    // A method llhttp does not even know is one the service does not know either (`badTarget`).
+    const refused =
+      code === 'HPE_INVALID_METHOD'
+        ? new ServiceError('not_implemented', 'the method is not supported: the service\'s routes use GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS')
+        : new ServiceError('invalid_request', clientErrorMessage(code));
     const res = inFlight(socket);
     if (res) {
       // The request was being served (its body failed): answer on its response, which closes the
@@ -211,222 +254,31 @@ export function answerClientErrors(server: Server, log?: (line: string) => void)
       return;
     }
     log?.(`http: refused a malformed request (${code}) as ${requestId}`);
-    // No response object exists for a request node could not parse: the rendered answer is written
-    // on the socket itself.
-    const { status, headers, body } = renderError(refused, requestId);
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
-    for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
-    socket.write(Buffer.concat([Buffer.from(`${head}connection: close\r\n\r\n`, 'latin1'), body]));
-    socket.destroySoon();
+    answerOnSocket(socket, refused, requestId);
   });
+  // CONNECT (RFC 9110 §9.3.6) asks for a tunnel, which no listener of the service gives: node hands
+  // it here instead of to the request handler, and would otherwise close the connection silently.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => {});
+    answerOnSocket(socket, new ServiceError('not_implemented', 'the method CONNECT is not supported: the service is no proxy'), newRequestId());
+  });
+}
+
+/**
+ * Writes `refused` rendered (shared/errors.ts) straight onto `socket` and closes it after: for a
+ * request node gives no response object (one it could not parse, a CONNECT).
+ */
+function answerOnSocket(socket: Socket, refused: ServiceError, requestId: string): void {
+  const { status, headers, body } = renderError(refused, requestId);
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  socket.write(Buffer.concat([Buffer.from(`${head}connection: close\r\n\r\n`, 'latin1'), body]));
+  socket.destroySoon();
 }
 
 /** The response being written on `socket`, if a request is in flight there. */
 function inFlight(socket: Socket): ServerResponse | undefined {
-  return (socket as { _httpMessage?: ServerResponse })._httpMessage;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fetch-style handlers
-// ---------------------------------------------------------------------------------------------
-
-/**
- * `req`'s body as a web stream, with backpressure. Unlike `Readable.toWeb`, cancelling it does not
- * destroy `req` (which would reset the connection before the refusal could be answered): the rest
- * is discarded instead, and the answer closes the connection (`closeAfterAnswer`). Every chunk is
- * the HTTP parser's own, not a copy: once handed over nothing else reads it, so the consumer may
- * release one that spans its whole buffer (the agent's blob store does, docs/storage.md
- * "Streaming and the byte limit"), and a body costs no garbage beyond the socket's reads.
- */
-function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  let done = false;
-  const onData = (chunk: Buffer) => {
-    controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    if ((controller.desiredSize ?? 0) <= 0) req.pause();
-  };
-  const stop = () => {
-    done = true;
-    req.off('data', onData);
-  };
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      start(c) {
-        controller = c;
-      },
-      pull() {
-        req.resume();
-      },
-      cancel() {
-        stop();
-        discard(req);
-      },
-    },
-    new ByteLengthQueuingStrategy({ highWaterMark: req.readableHighWaterMark }),
-  );
-  req.pause();
-  req.on('data', onData);
-  req.once('end', () => {
-    if (done) return;
-    stop();
-    controller.close();
-  });
-  req.once('error', (err) => {
-    if (done) return;
-    stop();
-    controller.error(err);
-  });
-  return stream;
-}
-
-/** True when `req`'s framing carries a body (RFC 9112 §6.3): chunked, or a `Content-Length` above 0. */
-function framesBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && !/^0+$/.test(length.trim()));
-}
-
-/**
- * Converts a Node request into a web Request (body streamed, never buffered).
- *
- * A GET or HEAD may carry a body (RFC 9110 §9.3.1, §9.3.2), which a web Request refuses at
- * construction; workerd hands a handler one all the same, as `request.body`. So does this: the
- * Request is built without it and its `body` is the request's stream, made when first asked for,
- * so a route that never looks at it sees nothing new. Only `body` carries it (not `text()`,
- * `arrayBuffer()` or `bodyUsed`): the invoke route reads `body`, which is how a GET or HEAD body
- * reaches a function through this entry as through workerd (docs/functions.md "Invoke").
- */
-export function toWebRequest(req: IncomingMessage, res: ServerResponse, origin: string): Request {
-  const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-  const method = req.method ?? 'GET';
-  const bodiless = method === 'GET' || method === 'HEAD';
-  // The path and query of the (origin-form) target on the origin: a path starting `//` stays a
-  // path, and a Host header holding a path cannot change this one.
-  const url = new URL(origin);
-  const target = new URL(`http://target${req.url ?? '/'}`);
-  url.pathname = target.pathname;
-  url.search = target.search;
-  const request = new Request(url, {
-    method,
-    headers,
-    body: bodiless ? undefined : bodyStream(req),
-    signal: controller.signal,
-    ...(bodiless ? {} : { duplex: 'half' }),
-  } as RequestInit);
-  if (bodiless && framesBody(req)) {
-    let body: ReadableStream<Uint8Array> | undefined;
-    Object.defineProperty(request, 'body', { configurable: true, enumerable: true, get: () => (body ??= bodyStream(req)) });
-  }
-  return request;
-}
-
-/**
- * A body declared at most this long (a JSON answer, an error) is read whole and written in one
- * piece once the request has been read: converting it to a Node stream and piping it costs more
- * than the body itself. Not before: an answer given while the request's body is still arriving
- * ends only once that body has been drained (shared/http/linger.ts), and must stream.
- */
-const WHOLE_BODY_MAX = 64 * 1024;
-
-const NODE_WRITER = Symbol('node writer');
-
-/** A reason phrase of printable ASCII, as almost every one is. */
-const ASCII_REASON = /^[\t\x20-\x7e]*$/;
-/** What a reason phrase may hold (RFC 9112 §4: HTAB, SP, VCHAR, obs-text), as node checks it. */
-const REASON = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-/**
- * A received reason phrase as node is to write it (RFC 9112 §4), or undefined for node's standard
- * one when its bytes are unknown. undici decodes the bytes of a reason phrase as UTF-8 (fetch's
- * `statusText`, a dispatch's status message) and node writes the status line as latin1, so
- * non-ASCII text is written as its UTF-8 bytes, which gives back what was received; text holding
- * U+FFFD was bytes that were not UTF-8, which are lost by then.
- */
-export function reasonPhrase(text: string | undefined): string | undefined {
-  if (text === undefined || ASCII_REASON.test(text)) return text;
-  if (text.includes('\ufffd')) return undefined;
-  const bytes = Buffer.from(text, 'utf8').toString('latin1');
-  return REASON.test(bytes) ? bytes : undefined;
-}
-
-/** Writes a body straight onto a Node response: no web stream, no chunk allocated per write. */
-export type NodeBodyWriter = (res: ServerResponse) => Promise<void>;
-
-/**
- * A Response whose body the Node listeners of shared/http write with `writer` (the agent's blob
- * reads, host-agent/routes/blobs.ts), on buffers it reuses, rather than through a web stream whose
- * every chunk is a fresh buffer for the garbage collector. `fallback` is the same body as a web
- * stream, for anything else that reads the Response; it must not start reading until pulled.
- */
-export function nodeWrittenResponse(status: number, headers: Record<string, string>, writer: NodeBodyWriter, fallback: ReadableStream<Uint8Array>): Response {
-  const response = new Response(fallback, { status, headers });
-  (response as Response & { [NODE_WRITER]?: NodeBodyWriter })[NODE_WRITER] = writer;
-  return response;
-}
-
-/** Writes a web Response to a Node response, streaming its body. */
-export async function writeWebResponse(response: Response, res: ServerResponse, req?: IncomingMessage): Promise<void> {
-  const writer = (response as Response & { [NODE_WRITER]?: NodeBodyWriter })[NODE_WRITER];
-  const declared = !writer && response.body && req?.complete ? response.headers.get('content-length') : null;
-  const whole = declared !== null && /^\d{1,5}$/.test(declared) && Number(declared) <= WHOLE_BODY_MAX ? new Uint8Array(await response.arrayBuffer()) : null;
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    if (name === 'set-cookie') return;
-    headers[name] = value;
-  });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length) headers['set-cookie'] = cookies;
-  if (req) closeAfterAnswer(req, res);
-  // The status text as given (a function's, relayed); an empty one (every Response made without
-  // one, on Node) is node's standard phrase.
-  res.writeHead(response.status, response.statusText === '' ? undefined : reasonPhrase(response.statusText), headers);
-  if (whole) {
-    res.end(whole);
-    return;
-  }
-  if (writer) {
-    await writer(res);
-    res.end();
-    return;
-  }
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  await pipeline(Readable.fromWeb(response.body as never), res);
-}
-
-/** Starts serving `handler` on host:port (port 0 picks a free one). */
-export async function serveFetch(
-  handler: (request: Request) => Promise<Response>,
-  { host, port, setting, onError = () => {} }: { host: string; port: number; setting?: string; onError?: (err: unknown) => void },
-): Promise<Served> {
-  const server = createServer(SERVER_OPTIONS, (req, res) => {
-    const refused = badTarget(req);
-    if (refused) return answerError(req, res, refused, newRequestId());
-    const origin = `http://${targetAuthority(req) ?? req.headers.host ?? `${host}:${port}`}`;
-    let request: Request;
-    try {
-      request = toWebRequest(req, res, origin);
-    } catch (err) {
-      onError(err);
-      return answerError(req, res, new ServiceError('invalid_request', 'malformed request'), newRequestId());
-    }
-    handler(request)
-      .then((response) => writeWebResponse(response, res, req))
-      .catch((err) => {
-        // A client that went away mid-body is not a server fault.
-        if ((err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') onError(err);
-        const requestId = newRequestId();
-        answerError(req, res, new ServiceError('internal', `internal error (request ${requestId})`), requestId);
-      });
-  });
-  server.keepAliveTimeout = 65_000;
-  return startServed(server, host, port, setting);
+  return (socket as Socket & { [RESPONSE]?: ServerResponse })[RESPONSE];
 }
 
 /**
@@ -434,10 +286,9 @@ export async function serveFetch(
  * port in a busy-port message), and answers it as `Served`: its real port and URL, and a close that
  * also ends idle keep-alive connections.
  */
-export async function startServed(server: Server, host: string, port: number, setting?: string): Promise<Served> {
+export async function startServed(server: Server, host: string, port: number, setting?: string, held?: ListenerSource): Promise<Served> {
   answerClientErrors(server);
-  await listen(server, host, port, setting);
-  const actual = (server.address() as AddressInfo).port;
+  const actual = await listen(server, host, port, setting, held);
   return {
     server,
     port: actual,
@@ -450,8 +301,17 @@ export async function startServed(server: Server, host: string, port: number, se
   };
 }
 
-/** Listens, turning "address in use" into one clear line naming the port. */
-export function listen(server: NetServer, host: string, port: number, setting?: string): Promise<void> {
+/**
+ * Listens, turning "address in use" into one clear line naming the port, and answers the port. When
+ * the supervisor holds the listener of `setting` (`held`, docs/local-stack.md "Ports"), the server
+ * serves that listener's connections instead of binding anything itself.
+ */
+export function listen(server: NetServer, host: string, port: number, setting?: string, held?: ListenerSource): Promise<number> {
+  const heldPort = setting === undefined ? undefined : held?.heldPort(setting);
+  if (heldPort !== undefined) {
+    held!.attach(setting!, server);
+    return Promise.resolve(heldPort);
+  }
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {
@@ -461,7 +321,7 @@ export function listen(server: NetServer, host: string, port: number, setting?: 
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
-      resolve();
+      resolve((server.address() as AddressInfo).port);
     });
   });
 }

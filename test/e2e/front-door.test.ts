@@ -39,7 +39,7 @@ beforeAll(async () => {
   stack = await startStack({
     dir: dir.dir,
     dynamoEndpoint: inject('dynamoEndpoint'),
-    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0' },
+    env: { SVCD_TABLE: uniqueTable(), SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_LOG_LEVEL: 'debug' },
     agentOutput: 'collect',
     log: (line) => logged.push(line),
   });
@@ -412,14 +412,17 @@ describe('the Node entry (production shape, docs/deploy.md)', () => {
   }, 30_000);
 });
 
-describe('the front logs one line per request', () => {
+describe('the origin logs one line per request it relays', () => {
   it('method, path without query, status and duration; never the query nor the Authorization header', async () => {
     const r = await fetch(`${stack.url}/v0/projects/${projects[0]}?ticket=s3cr3t-in-query`, { headers: { authorization: `Bearer ${token}` } });
     await r.arrayBuffer();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const line = logged.filter((l) => l.startsWith(`front: GET /v0/projects/${projects[0]} `)).at(-1);
-    expect(line).toMatch(new RegExp(`^front: GET /v0/projects/${projects[0]} ${r.status} \\d+\\.\\d ms$`));
+    // The agent serving the origin logs it (its level debug: SVCD_LOG_LEVEL above), as pino JSON lines.
+    const lines = stack.agentLog().split('\n').filter((l) => l.startsWith('{')).map((l) => String((JSON.parse(l) as { msg?: unknown }).msg));
+    const line = lines.filter((l) => l.startsWith(`origin: GET /v0/projects/${projects[0]} `)).at(-1);
+    expect(line).toMatch(new RegExp(`^origin: GET /v0/projects/${projects[0]} ${r.status} \\d+\\.\\d ms$`));
+    expect(stack.agentLog()).not.toContain('s3cr3t-in-query');
+    expect(stack.agentLog()).not.toContain(token);
     expect(logged.join('\n')).not.toContain('s3cr3t-in-query');
-    expect(logged.join('\n')).not.toContain(token);
   });
 });

@@ -1,0 +1,83 @@
+/**
+ * The agent's public listener as the local stack's one origin (docs/local-stack.md "One origin"):
+ * the supervisor holds `SVCD_PORT` and gives it to the first agent, which serves `/v2` (./v2.ts),
+ * realtime subscribe and publish (../realtime/public.ts) and invocations with a project key
+ * (../functions/public.ts) itself — one hop, as behind production's load balancer — and relays
+ * everything else to the handlers (shared/http/relay.ts), as does a request of those routes that is
+ * not this agent's to serve (a project placed on another agent, an owner's session for an
+ * invocation). A production agent has no origin: its load balancer routes by path.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Log } from '../../shared/log.ts';
+import { createRelay, type RelayTargets } from '../../shared/http/relay.ts';
+import type { CorsPolicy } from '../../shared/http/cors.ts';
+
+/** A public route the agent serves itself: false when it does not take the request; `elsewhere` relays it. */
+export type PublicRoute = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, elsewhere: () => void) => boolean;
+
+/** What the origin needs. */
+export interface OriginOptions {
+  /** The handlers and the agents' metrics listeners. */
+  targets: RelayTargets;
+  cors: CorsPolicy;
+  log: Log;
+  /** The public routes the agent serves itself, tried in turn. */
+  routes: PublicRoute[];
+}
+
+/** The origin's request handling (not `/v2`, which the listener serves first). */
+export interface Origin {
+  serve(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The routes the agent may serve itself at the origin, by method and path (docs/realtime.md
+ * "Through the base URL, locally"; docs/functions.md "The path through the service").
+ */
+const AGENT_ROUTES = /^(?:GET \/v0\/projects\/[^/?]+\/realtime\/subscribe|POST \/v0\/projects\/[^/?]+\/realtime\/publish|[A-Z]+ \/v0\/projects\/[^/?]+\/functions\/[^/?]+\/invoke(?:\/[^?]*)?)(?:\?|$)/;
+
+/** True when the agent may serve `method path` itself (`path` with its query). */
+export function servedAtOrigin(method: string, path: string): boolean {
+  return AGENT_ROUTES.test(`${method} ${path}`);
+}
+
+/** Creates the origin's handling of every request but `/v2`. */
+export function createOrigin({ targets, cors, log, routes }: OriginOptions): Origin {
+  const relay = createRelay(targets, { log, name: 'origin', cors });
+  return {
+    serve(req, res, expectsContinue) {
+      const elsewhere = () => {
+        // The handlers answer `100 Continue` themselves too: the client may send its body now.
+        if (expectsContinue && !res.headersSent) res.writeContinue();
+        relay.serve(req, res);
+      };
+      if (servedAtOrigin(req.method ?? 'GET', req.url ?? '/')) {
+        for (const route of routes) if (route(req, res, expectsContinue, elsewhere)) return;
+      }
+      elsewhere();
+    },
+    close: () => relay.close(),
+  };
+}
+
+/**
+ * The one log line of a public request the agent serves at the origin, written when its answer is
+ * done, as the handlers log theirs (docs/observability.md "Logs"): the route's pattern, never the
+ * path or the query; the project once `seen` names it.
+ */
+export function logPublicRequest(log: Log, req: IncomingMessage, res: ServerResponse, requestId: string, route: string, seen: { projectId?: string }): void {
+  const started = performance.now();
+  res.once('close', () =>
+    log('request', {
+      level: 'info',
+      event: 'request',
+      request_id: requestId,
+      method: req.method ?? 'GET',
+      route,
+      status: res.headersSent ? res.statusCode : 0,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(seen.projectId ? { project_id: seen.projectId } : {}),
+    }),
+  );
+}
