@@ -10,6 +10,7 @@ import type { PinView } from './tenants/pin.ts';
 import type { Tenants } from './tenants/tenants.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { FunctionRuntime } from './functions/runtime.ts';
+import type { InternalTokens } from './internal-auth.ts';
 
 /** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -36,4 +37,6 @@ export interface AgentContext {
   readonly metrics: AgentMetrics;
   /** The `fs` blob store under `<SVCD_ROOT>/blobs` (host-agent/blobs/fs-store.ts; docs/storage.md), opened once at start. */
   readonly blobs: FsBlobStore;
+  /** The internal-token check of every internal route, remembering verified tokens (host-agent/internal-auth.ts). */
+  readonly internalTokens: InternalTokens;
 }

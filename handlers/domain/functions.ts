@@ -14,6 +14,7 @@ import { getProject, type ProjectRecord } from '../../shared/db/projects.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { pathParam } from '../../shared/http/body.ts';
 import { isHopByHop, connectionTokens } from '../../shared/http/hop-by-hop.ts';
+import { internalPaths } from '../../shared/internal-paths.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
 import {
   FUNCTION_CLIENT_HEADER_PREFIX,
@@ -61,7 +62,7 @@ export async function deployFunction(deps: Deps, input: DeployInput): Promise<De
     [FUNCTION_HEADERS.origin]: input.origin,
   };
   if (input.length !== null) headers[FUNCTION_HEADERS.length] = String(input.length);
-  return deps.agents.json<Deployed>(agent, 'PUT', `/internal/v1/projects/${input.project.id}/functions/${input.name}?${query}`, {
+  return deps.agents.json<Deployed>(agent, 'PUT', `${internalPaths.function(input.project.id, input.name)}?${query}`, {
     raw: { body: input.body, headers },
     requestId: input.requestId,
     signal: input.signal,
@@ -93,7 +94,7 @@ export async function functionVersions(deps: Deps, projectId: string, name: stri
 /** Deletes a function through the project's agent (invocations in flight finish); answers it as it was. */
 export async function deleteFunction(deps: Deps, input: ProjectForAgent & { requestId: string; accountId: string; name: string }): Promise<FunctionView> {
   const agent = await agentFor(deps, input.project, input.prefetched);
-  const answer = await deps.agents.json<{ function: FunctionView }>(agent, 'DELETE', `/internal/v1/projects/${input.project.id}/functions/${input.name}`, {
+  const answer = await deps.agents.json<{ function: FunctionView }>(agent, 'DELETE', internalPaths.function(input.project.id, input.name), {
     raw: { body: null, headers: { [FUNCTION_HEADERS.actor]: input.accountId } },
     requestId: input.requestId,
   });
@@ -103,7 +104,7 @@ export async function deleteFunction(deps: Deps, input: ProjectForAgent & { requ
 /** The last `tail` lines of the function's log, from its agent. */
 export async function functionLogs(deps: Deps, input: ProjectForAgent & { requestId: string; name: string; tail: number }): Promise<FunctionLogs> {
   const agent = await agentFor(deps, input.project, input.prefetched);
-  return deps.agents.json<FunctionLogs>(agent, 'GET', `/internal/v1/projects/${input.project.id}/functions/${input.name}/logs?tail=${input.tail}`, {
+  return deps.agents.json<FunctionLogs>(agent, 'GET', `${internalPaths.functionLogs(input.project.id, input.name)}?tail=${input.tail}`, {
     requestId: input.requestId,
   });
 }
@@ -117,7 +118,7 @@ export async function tellSecretsChanged(deps: Deps, requestId: string, projectI
   const project = await getProject(deps.db, projectId);
   if (!project) return;
   const agent = await agentFor(deps, project);
-  await deps.agents.json(agent, 'POST', `/internal/v1/projects/${projectId}/function-secrets/changed`, { body: {}, requestId });
+  await deps.agents.json(agent, 'POST', internalPaths.functionSecretsChanged(projectId), { body: {}, requestId });
 }
 
 /** Who invokes: the owner's session (its project read and owned), or a project key the agent verifies. */
@@ -184,7 +185,7 @@ export async function invokeFunction(deps: Deps, input: InvokeInput): Promise<Re
   if (invoker.kind === 'key') hop.headers[FUNCTION_HEADERS.key] = invoker.key;
   let upstream: Response;
   try {
-    upstream = await deps.agents.fetch(agent, hop.method, `/internal/v1/projects/${projectId}/functions/${input.name}/invoke${input.rest}${input.search}`, {
+    upstream = await deps.agents.fetch(agent, hop.method, `${internalPaths.functionInvoke(projectId, input.name)}${input.rest}${input.search}`, {
       raw: { body: input.hasBody ? input.body : null, headers: hop.headers },
       requestId: input.requestId,
       signal: input.signal,

@@ -7,6 +7,7 @@
 import { newProjectKey, verifierOf } from '../../shared/auth.ts';
 import { createKey, listKeys, revokeKey, type KeyView } from '../../shared/db/keys.ts';
 import type { ProjectRecord } from '../../shared/db/projects.ts';
+import { internalPaths } from '../../shared/internal-paths.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { Deps } from '../context.ts';
 import { pageOf, type AnsweredPage, type PageQuery } from './pages.ts';
@@ -59,7 +60,7 @@ export async function revokeProjectKey(
   // Only the owning agent judges revocation: other agents forward the key to it (docs/dataplane.md
   // "Several agents"), so telling it is enough.
   const agent = await agentFor(deps, project);
-  await deps.agents.json<KeyInvalidated>(agent, 'POST', `/internal/v1/keys/${keyId}/invalidate`, {
+  await deps.agents.json<KeyInvalidated>(agent, 'POST', internalPaths.keyInvalidate(keyId), {
     body: { project_id: project.id },
     requestId: input.requestId,
   });

@@ -8,6 +8,7 @@
 import { getSnapshot, listSnapshots, type Snapshot } from '../../shared/db/snapshots.ts';
 import { getOwnedProject, projectView, type ProjectRecord } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
+import { internalPaths, type LifecycleOp } from '../../shared/internal-paths.ts';
 import type { InternalDeletion, RecordedState, ReplacedDir, ReplacedPage, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
 import type { Project } from '../../shared/schemas/projects.ts';
 import type { Deps } from '../context.ts';
@@ -39,15 +40,15 @@ export async function ownedProjectForAgent(deps: Deps, accountId: string, projec
   return { project, prefetched };
 }
 
-/** Calls the project's agent on `method` `/internal/v1/projects/{id}/{rest}`. */
-async function askAgent<T>(deps: Deps, call: LifecycleCall, method: string, rest: string, body?: unknown): Promise<T> {
+/** Calls the project's agent on `method` `path` (shared/internal-paths.ts). */
+async function askAgent<T>(deps: Deps, call: LifecycleCall, method: string, path: string, body?: unknown): Promise<T> {
   const agent = await agentFor(deps, call.project, call.prefetched);
-  return deps.agents.json<T>(agent, method, `/internal/v1/projects/${call.project.id}/${rest}`, { body, requestId: call.requestId });
+  return deps.agents.json<T>(agent, method, path, { body, requestId: call.requestId });
 }
 
 /** Calls the project's agent on one of its internal lifecycle routes (`POST …/{op}` with the recorded state). */
-export function callAgent<T>(deps: Deps, call: LifecycleCall, op: string, body: Record<string, unknown> = {}): Promise<T> {
-  return askAgent<T>(deps, call, 'POST', op, { recorded: recordedOf(call.project), ...body });
+export function callAgent<T>(deps: Deps, call: LifecycleCall, op: LifecycleOp, body: Record<string, unknown> = {}): Promise<T> {
+  return askAgent<T>(deps, call, 'POST', internalPaths.lifecycle(call.project.id, op), { recorded: recordedOf(call.project), ...body });
 }
 
 /** The receipt fields of a deletion the owner asks for (docs/api.md "Receipts"). */
@@ -117,19 +118,19 @@ export async function snapshotOf(deps: Deps, projectId: string, snapshotId: stri
  * answers the snapshot as it was. 404 unknown; 409 `conflict` while it is restored or taken.
  */
 export function deleteSnapshot(deps: Deps, call: LifecycleCall & { snapshotId: string }): Promise<Snapshot> {
-  return askAgent<Snapshot>(deps, call, 'DELETE', `snapshots/${call.snapshotId}`, deletionOf(call));
+  return askAgent<Snapshot>(deps, call, 'DELETE', internalPaths.snapshot(call.project.id, call.snapshotId), deletionOf(call));
 }
 
 /** One page of the project's previous data directories, newest first, as its agent finds them. */
 export function listReplacedDirs(deps: Deps, call: LifecycleCall, query: PageQuery): Promise<AnsweredPage<ReplacedDir>> {
   return pageOf(deps, ['replaced', call.project.id], query, async (limit, after) => {
     const params = new URLSearchParams({ limit: String(limit), ...(after === undefined ? {} : { after }) });
-    const page = await askAgent<ReplacedPage>(deps, call, 'GET', `replaced?${params}`);
+    const page = await askAgent<ReplacedPage>(deps, call, 'GET', `${internalPaths.replaced(call.project.id)}?${params}`);
     return { items: page.items, nextCursor: page.next };
   });
 }
 
 /** Frees one previous data directory of the project, receipted `replaced.delete`; answers it as it was. 404 unknown. */
 export function discardReplacedDir(deps: Deps, call: LifecycleCall & { name: string }): Promise<ReplacedDir> {
-  return askAgent<ReplacedDir>(deps, call, 'DELETE', `replaced/${encodeURIComponent(call.name)}`, deletionOf(call));
+  return askAgent<ReplacedDir>(deps, call, 'DELETE', internalPaths.replacedDir(call.project.id, encodeURIComponent(call.name)), deletionOf(call));
 }

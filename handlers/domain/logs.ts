@@ -4,6 +4,7 @@
  * the tenant: a project that never ran has no lines.
  */
 import type { LogsAnswer } from '../../shared/schemas/logs.ts';
+import { internalPaths } from '../../shared/internal-paths.ts';
 import type { Deps } from '../context.ts';
 import type { LifecycleCall } from './lifecycle.ts';
 import { agentFor } from './placement.ts';
@@ -22,7 +23,7 @@ export type EngineLogs = { kind: 'lines'; answer: LogsAnswer } | { kind: 'stream
 export async function engineLogs(deps: Deps, input: LogsRequest): Promise<EngineLogs> {
   const agent = await agentFor(deps, input.project, input.prefetched);
   const query = new URLSearchParams({ tail: String(input.tail) });
-  const path = `/internal/v1/projects/${input.project.id}/logs`;
+  const path = internalPaths.projectLogs(input.project.id);
   if (!input.follow) {
     return { kind: 'lines', answer: await deps.agents.json<LogsAnswer>(agent, 'GET', `${path}?${query}`, { requestId: input.requestId }) };
   }

@@ -12,6 +12,7 @@
 import { INTERNAL_BLOB_HEADERS } from '../../shared/blobs/agent.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
+import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
 import { nodeWrittenResponse } from '../../shared/http/node-http.ts';
 import { RangeNotSatisfiableError } from '../blobs/fs-store.ts';
@@ -19,9 +20,11 @@ import { json } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import { intHeader, requiredIntHeader } from './headers.ts';
 
+const BLOB_ROUTE = internalPaths.blob(ROUTE_PARAMS.project, ROUTE_PARAMS.name);
+
 /** Registers the blob routes. */
 export function register(router: InternalRouter): void {
-  router.put('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+  router.put(BLOB_ROUTE, async (request, ctx) => {
     const maxBytes = requiredIntHeader(request.headers, INTERNAL_BLOB_HEADERS.maxBytes);
     const length = intHeader(request.headers, INTERNAL_BLOB_HEADERS.length);
     const body = request.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
@@ -43,7 +46,7 @@ export function register(router: InternalRouter): void {
     }
   });
 
-  router.get('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+  router.get(BLOB_ROUTE, async (request, ctx) => {
     const rawRange = request.headers.get('range');
     let wanted: { start: number; end: number } | undefined;
     if (rawRange !== null) {
@@ -87,7 +90,7 @@ export function register(router: InternalRouter): void {
     return nodeWrittenResponse(wanted ? 206 : 200, headers, (res) => read.writeTo(res), fallback);
   });
 
-  router.delete('/internal/v1/blobs/:project/:name', async (request, ctx) => {
+  router.delete(BLOB_ROUTE, async (request, ctx) => {
     const deleted = await ctx.blobs.delete(request.params.project!, request.params.name!);
     return json({ deleted });
   });

@@ -9,6 +9,7 @@
  *
  * The answer holds secret values: it is never logged, and any failure names the secret and key id only.
  */
+import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { functionEnvRequestSchema } from '../../shared/schemas/secrets.ts';
 import type { AgentContext } from '../context.ts';
@@ -30,7 +31,7 @@ export async function functionEnvironment(ctx: Pick<AgentContext, 'db' | 'secret
 
 /** Registers the function-env route. */
 export function register(router: InternalRouter): void {
-  router.post('/internal/v1/projects/:id/function-env', async (request, ctx) => {
+  router.post(internalPaths.functionEnv(ROUTE_PARAMS.id), async (request, ctx) => {
     const projectId = pathParam((request as Request & { params: Record<string, string> }).params.id, 'id', projectIdSchema);
     const body = await readJson(request, functionEnvRequestSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     const env = await functionEnvironment(ctx, { projectId, functionName: body.function_name, cloudOrigin: body.cloud_origin });

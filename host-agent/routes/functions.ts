@@ -19,13 +19,14 @@
  * invocation on the agent. It checks the same internal JWT before any work.
  */
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
-import { parseBearer, parseProjectKey, verifyInternalToken } from '../../shared/auth.ts';
+import { parseProjectKey } from '../../shared/auth.ts';
 import { functionView } from '../../shared/db/functions.ts';
 import { errorResponse, errors, ServiceError } from '../../shared/errors.ts';
 import { json, pathParam } from '../../shared/http/body.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
 import { answerError } from '../../shared/http/node-http.ts';
 import { newRequestId } from '../../shared/ids.ts';
+import { internalPathPattern, internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { parseOr400 } from '../../shared/validation.ts';
 import {
   deployQuerySchema,
@@ -62,7 +63,7 @@ function header(headers: Headers, name: string): string {
 
 /** Registers the fetch-style function routes. */
 export function register(router: InternalRouter): void {
-  router.put('/internal/v1/projects/:id/functions/:name', async (request, ctx) => {
+  router.put(internalPaths.function(ROUTE_PARAMS.id, ROUTE_PARAMS.name), async (request, ctx) => {
     try {
       const { projectId, name } = target(request as Routed);
       const url = new URL(request.url);
@@ -92,7 +93,7 @@ export function register(router: InternalRouter): void {
     }
   });
 
-  router.delete('/internal/v1/projects/:id/functions/:name', async (request, ctx) => {
+  router.delete(internalPaths.function(ROUTE_PARAMS.id, ROUTE_PARAMS.name), async (request, ctx) => {
     const { projectId, name } = target(request as Routed);
     const head = await ctx.functions.remove({
       projectId,
@@ -103,14 +104,14 @@ export function register(router: InternalRouter): void {
     return json({ function: functionView(head) });
   });
 
-  router.get('/internal/v1/projects/:id/functions/:name/logs', async (request, ctx) => {
+  router.get(internalPaths.functionLogs(ROUTE_PARAMS.id, ROUTE_PARAMS.name), async (request, ctx) => {
     const { projectId, name } = target(request as Routed);
     const query = parseOr400(functionLogsQuerySchema, Object.fromEntries(new URL(request.url).searchParams), 'query');
     const lines = await ctx.functions.logTail(projectId, name, query.tail ?? FUNCTION_LOG_TAIL_DEFAULT);
     return json({ project: projectId, name, lines }, 200, { 'cache-control': 'no-store' });
   });
 
-  router.post('/internal/v1/projects/:id/function-secrets/changed', async (request, ctx) => {
+  router.post(internalPaths.functionSecretsChanged(ROUTE_PARAMS.id), async (request, ctx) => {
     const projectId = pathParam((request as Routed).params.id, 'id', projectIdSchema);
     await request.body?.cancel();
     ctx.functions.secretsChanged(projectId);
@@ -118,7 +119,7 @@ export function register(router: InternalRouter): void {
   });
 }
 
-const INVOKE_PATH = /^\/internal\/v1\/projects\/([^/?]+)\/functions\/([^/?]+)\/invoke(?=[/?]|$)/;
+const INVOKE_PATH = internalPathPattern(internalPaths.functionInvoke(ROUTE_PARAMS.id, ROUTE_PARAMS.name), true);
 
 /**
  * Puts the raw invoke route in front of the internal server's other listeners: invocations are
@@ -141,43 +142,15 @@ export function attachInvokeStream(server: Server, ctx: AgentContext): void {
   });
 }
 
-/** Internal tokens each agent verified lately, each until its expiry (the handlers reuse one for several calls). */
-const verifiedBy = new WeakMap<AgentContext, Map<string, number>>();
-const VERIFIED_MAX = 1024;
-
 /**
- * Checks the internal JWT of an invocation, remembering a verified token until it expires, so a warm
- * invocation pays for no signature check (about 0.1 ms). Its refusal is not the client's credential
- * problem but a deployment fault: 503.
+ * Checks the internal JWT of an invocation (host-agent/internal-auth.ts). Its refusal is not the
+ * client's credential problem but a deployment fault, and the hop passes answers through: 503.
  */
-async function verifiedInternal(ctx: AgentContext, headers: Headers): Promise<void> {
-  const token = parseBearer(headers);
-  let verified = verifiedBy.get(ctx);
-  if (!verified) verifiedBy.set(ctx, (verified = new Map()));
-  const until = verified.get(token);
-  if (until !== undefined && Date.now() < until) return;
+async function verifiedInternal(ctx: AgentContext, authorization: string | null): Promise<void> {
   try {
-    await verifyInternalToken(ctx.settings.SVCD_INTERNAL_SECRET, token);
+    await ctx.internalTokens.check(authorization);
   } catch {
     throw errors.orchestrator(`host agent ${ctx.agentId} refused the internal credential`);
-  }
-  const exp = expiryOf(token);
-  if (exp === null) return;
-  if (verified.size >= VERIFIED_MAX) {
-    const now = Date.now();
-    for (const [t, u] of verified) if (u <= now) verified.delete(t);
-    if (verified.size >= VERIFIED_MAX) verified.clear();
-  }
-  verified.set(token, exp);
-}
-
-/** The `exp` of a JWT already verified, in ms, or null. */
-function expiryOf(token: string): number | null {
-  try {
-    const payload = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { exp?: unknown };
-    return typeof payload.exp === 'number' ? payload.exp * 1000 : null;
-  } catch {
-    return null;
   }
 }
 
@@ -187,7 +160,7 @@ async function invoke(req: IncomingMessage, res: ServerResponse, match: RegExpEx
     const value = req.headers[name];
     if (typeof value === 'string') headers.set(name, value);
   }
-  await verifiedInternal(ctx, headers);
+  await verifiedInternal(ctx, headers.get('authorization'));
   const projectId = pathParam(match[1], 'id', projectIdSchema);
   const name = pathParam(match[2], 'name', functionNameSchema);
   const presented = headers.get(FUNCTION_HEADERS.key);

@@ -17,6 +17,7 @@
  *   GET    /internal/v1/projects/{id}/replaced?limit=&after=                       → {items, next}
  *   DELETE /internal/v1/projects/{id}/replaced/{name}          {actor, request_id}  → entry freed
  */
+import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import {
   internalDeletionSchema,
   internalReplacedQuerySchema,
@@ -42,37 +43,37 @@ const timing = (request: Request, projectId: string) => ({ projectId, requestId:
 export function register(router: InternalRouter): void {
   const projectOf = (request: Request) => pathParam((request as Routed).params.id, 'id', projectIdSchema);
 
-  router.post('/internal/v1/projects/:id/wakeup', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'wakeup'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(await timedOperation(ctx, 'wakeup', timing(request, projectId), () => ctx.tenants.wakeup(projectId, body.recorded)));
   });
 
-  router.post('/internal/v1/projects/:id/sleep', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'sleep'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(await timedOperation(ctx, 'sleep', timing(request, projectId), () => ctx.tenants.sleep(projectId, body.recorded)));
   });
 
-  router.post('/internal/v1/projects/:id/reconcile', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'reconcile'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(await ctx.tenants.reconcile(projectId, body.recorded));
   });
 
-  router.post('/internal/v1/projects/:id/head', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'head'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, tenantCallSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(headAnswer(await ctx.tenants.head(projectId, body.recorded)));
   });
 
-  router.post('/internal/v1/projects/:id/snapshots', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'snapshots'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalSnapshotSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(await timedOperation(ctx, 'snapshot', timing(request, projectId), () => ctx.tenants.snapshot(projectId, body.label ?? null)), 201);
   });
 
-  router.post('/internal/v1/projects/:id/restore', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'restore'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalRestoreSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     const restored = await timedOperation(ctx, 'restore', timing(request, projectId), () => ctx.tenants.restore(projectId, body.recorded, body.snapshot_id));
@@ -81,20 +82,20 @@ export function register(router: InternalRouter): void {
 
   const deletionOf = (body: InternalDeletion) => ({ actor: body.actor, requestId: body.request_id });
 
-  router.delete('/internal/v1/projects/:id/snapshots/:snapshot_id', async (request, ctx) => {
+  router.delete(internalPaths.snapshot(ROUTE_PARAMS.id, ROUTE_PARAMS.snapshotId), async (request, ctx) => {
     const projectId = projectOf(request);
     const snapshotId = pathParam((request as Routed).params.snapshot_id, 'snapshot_id', snapshotIdSchema);
     const body = await readJson(request, internalDeletionSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     return json(await ctx.tenants.deleteSnapshot(projectId, snapshotId, deletionOf(body)));
   });
 
-  router.get('/internal/v1/projects/:id/replaced', async (request, ctx) => {
+  router.get(internalPaths.replaced(ROUTE_PARAMS.id), async (request, ctx) => {
     const projectId = projectOf(request);
     const query = parseOr400(internalReplacedQuerySchema, Object.fromEntries(new URL(request.url).searchParams), 'query');
     return json(await ctx.tenants.replaced(projectId, query.limit, query.after));
   });
 
-  router.delete('/internal/v1/projects/:id/replaced/:name', async (request, ctx) => {
+  router.delete(internalPaths.replacedDir(ROUTE_PARAMS.id, ROUTE_PARAMS.name), async (request, ctx) => {
     const projectId = projectOf(request);
     const name = pathParam((request as Routed).params.name, 'name', replacedNameSchema);
     const body = await readJson(request, internalDeletionSchema, ctx.settings.SVCD_JSON_MAX_BYTES);

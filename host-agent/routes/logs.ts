@@ -10,6 +10,7 @@
  * read starts again at its beginning.
  */
 import { open, stat } from 'node:fs/promises';
+import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { json, pathParam } from '../../shared/http/body.ts';
 import { SSE_HEADERS } from '../../shared/realtime.ts';
 import { LOGS_TAIL_DEFAULT, logsQuerySchema, type LogsAnswer } from '../../shared/schemas/logs.ts';
@@ -153,7 +154,7 @@ function follow(live: string, tail: string[], from: number, signal: AbortSignal)
 
 /** Registers the engine-log route. */
 export function register(router: InternalRouter): void {
-  router.get('/internal/v1/projects/:id/logs', async (request, ctx) => {
+  router.get(internalPaths.projectLogs(ROUTE_PARAMS.id), async (request, ctx) => {
     const projectId = pathParam((request as Routed).params.id, 'id', projectIdSchema);
     const query = parseOr400(logsQuerySchema, Object.fromEntries(new URL(request.url).searchParams), 'query');
     const live = ctx.tenants.logs.path(projectId);

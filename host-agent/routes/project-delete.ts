@@ -7,6 +7,7 @@
  * `/v2` request with one is 401, and the end of realtime streams they opened — and ends the
  * project's other realtime streams.
  */
+import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { json, pathParam, readJson } from '../../shared/http/body.ts';
 import { internalProjectDeleteSchema } from '../../shared/schemas/project-delete.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
@@ -15,7 +16,7 @@ import type { InternalRouter } from '../internal-api.ts';
 
 /** Registers the project deletion route. */
 export function register(router: InternalRouter): void {
-  router.post('/internal/v1/projects/:id/delete', async (request, ctx) => {
+  router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'delete'), async (request, ctx) => {
     const projectId = pathParam((request as Request & { params: Record<string, string> }).params.id, 'id', projectIdSchema);
     const body = await readJson(request, internalProjectDeleteSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
     const answer = await ctx.tenants.deleteProject(projectId, { actor: body.actor, requestId: body.request_id, signal: request.signal }, (keyIds) =>

@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { parseBearer, verifyInternalToken } from '../../shared/auth.ts';
+import { internalPathPattern, internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { errors } from '../../shared/errors.ts';
 import { answerError } from '../../shared/http/node-http.ts';
 import { KEY_ID_PATTERN, newRequestId } from '../../shared/ids.ts';
@@ -23,11 +23,11 @@ import { pathParam, readJson } from '../../shared/http/body.ts';
 import type { InternalRouter } from '../internal-api.ts';
 import type { FrameSink } from '../realtime/hub.ts';
 
-const SUBSCRIBE_PATH = /^\/internal\/v1\/projects\/([^/]+)\/realtime\/subscribe$/;
+const SUBSCRIBE_PATH = internalPathPattern(internalPaths.realtimeSubscribe(ROUTE_PARAMS.id));
 
 /** Registers the publish route (fetch-style). */
 export function register(router: InternalRouter): void {
-  router.post('/internal/v1/projects/:id/realtime/publish', async (request, ctx) => {
+  router.post(internalPaths.realtimePublish(ROUTE_PARAMS.id), async (request, ctx) => {
     const { params } = request as Request & { params: Record<string, string> };
     const projectId = pathParam(params.id, 'id', projectIdSchema);
     const body = await readJson(request, publishRequestSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
@@ -59,9 +59,7 @@ export function attachSubscribeStream(server: Server, ctx: AgentContext): void {
 }
 
 async function subscribe(req: IncomingMessage, res: ServerResponse, rawId: string, ctx: AgentContext): Promise<void> {
-  const headers = new Headers();
-  if (typeof req.headers.authorization === 'string') headers.set('authorization', req.headers.authorization);
-  await verifyInternalToken(ctx.settings.SVCD_INTERNAL_SECRET, parseBearer(headers));
+  await ctx.internalTokens.check(req.headers.authorization);
   const projectId = pathParam(rawId, 'id', projectIdSchema);
   const url = new URL(req.url ?? '/', 'http://agent.internal');
   const channels = subscribeChannels(url);

@@ -9,11 +9,12 @@
  */
 import type { AgentClient, AgentTarget } from '../agent-client.ts';
 import { ServiceError, errors } from '../errors.ts';
+import { internalPaths } from '../internal-paths.ts';
 import type { BlobBytes, BlobPut, BlobStore, BlobWritten, ByteRange } from './store.ts';
 
 /** Internal path of one blob on the agent. */
 export function internalBlobPath(project: string, name: string): string {
-  return `/internal/v1/blobs/${project}/${name}`;
+  return internalPaths.blob(project, name);
 }
 
 /** Headers of the internal blob routes (the agent enforces the same limit on its side). */
