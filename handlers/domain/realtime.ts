@@ -3,28 +3,21 @@
  * lives in the project's host agent. Publishing is the owner's; subscribing is the owner's or a
  * project key's of that very project. The agent's answers are passed on as streams, never buffered.
  */
-import { parseProjectKey, readSessionToken } from '../../shared/auth.ts';
-import { getProject, type ProjectRecord } from '../../shared/db/projects.ts';
-import { errors } from '../../shared/errors.ts';
-import { pathParam } from '../../shared/http/body.ts';
+import type { ProjectRecord } from '../../shared/db/projects.ts';
 import { internalPaths } from '../../shared/internal-paths.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
-import { payloadJson, subscriptionChannels, ticketRefusal } from '../../shared/realtime.ts';
-import { projectIdSchema } from '../../shared/schemas/projects.ts';
+import { payloadJson, subscriptionChannels } from '../../shared/realtime.ts';
+import * as access from '../../shared/realtime/access.ts';
+import { ticketHash, type Subscriber } from '../../shared/realtime/access.ts';
 import type { Deps } from '../context.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
-import { putTicket, redeemTicket } from '../../shared/db/realtime-tickets.ts';
+import { putTicket } from '../../shared/db/realtime-tickets.ts';
 import { randomHex } from '../../shared/ids.ts';
-import { TICKET_PATTERN, TICKET_TTL_SECONDS, type RealtimeTicket } from '../../shared/schemas/realtime.ts';
+import { TICKET_TTL_SECONDS, type RealtimeTicket } from '../../shared/schemas/realtime.ts';
 import { nowIso } from '../../shared/time.ts';
 import { agentFor } from './placement.ts';
-import { ownedProjectOf } from './sessions.ts';
 
-/** Who may subscribe to a project's events: its project, and the key used (null: the owner's session). */
-export interface Subscriber {
-  project: ProjectRecord;
-  keyId: string | null;
-}
+export type { Subscriber } from '../../shared/realtime/access.ts';
 
 /**
  * Publishes an event through the project's agent, which assigns `id` and `ts`; answers the agent's
@@ -43,25 +36,37 @@ export async function publish(
   return upstream.body;
 }
 
+/** The realtime access rules (shared/realtime/access.ts) on the handlers' table: keys verified by one strongly consistent read. */
+function accessOf(deps: Deps): access.RealtimeAccess {
+  const { db, settings } = deps;
+  return {
+    db,
+    sessionSecret: settings.SVCD_SESSION_SECRET,
+    now: deps.now,
+    verifyKey: (token) => verifyProjectKey(db, settings.SVCD_KEY_PEPPER, token),
+    keyActive: async (keyId, projectId) => {
+      const key = await lookupKey(db, keyId);
+      return key !== null && key.revoked_at === null && key.project === projectId;
+    },
+  };
+}
+
 /**
  * Who subscribes with `token` to the project named by the raw path parameter: the owner session, or
- * a project key of this very project. The credential is judged before the id, so an anonymous caller
- * learns nothing; a key of another project is 403 `authorization_denied`, a revoked key 401.
+ * a project key of this very project (shared/realtime/access.ts).
  */
-export async function authorizeSubscriber(deps: Deps, input: { token: string; projectIdParam: string | undefined }): Promise<Subscriber> {
-  const { db, settings } = deps;
-  if (!parseProjectKey(input.token)) {
-    const session = await readSessionToken(settings.SVCD_SESSION_SECRET, input.token);
-    const projectId = pathParam(input.projectIdParam, 'id', projectIdSchema);
-    // A signed-out session, or one from before a rotation, is 401 like on every route (docs/api.md "Sessions").
-    return { project: await ownedProjectOf(deps, session, projectId), keyId: null };
-  }
-  const key = await verifyProjectKey(db, settings.SVCD_KEY_PEPPER, input.token);
-  const projectId = pathParam(input.projectIdParam, 'id', projectIdSchema);
-  if (key.projectId !== projectId) throw errors.denied('the project key belongs to another project');
-  const project = await getProject(db, projectId);
-  if (!project) throw errors.notFound(`project ${projectId} not found`);
-  return { project, keyId: key.keyId };
+export function authorizeSubscriber(deps: Deps, input: { token: string; projectIdParam: string | undefined }): Promise<Subscriber> {
+  return access.authorizeSubscriber(accessOf(deps), input);
+}
+
+/** A whole subscribe request in the public route's order (shared/realtime/access.ts `admitSubscriber`). */
+export function admitSubscriber(deps: Deps, input: Parameters<typeof access.admitSubscriber>[1]): Promise<{ subscriber: Subscriber; channels: string[] }> {
+  return access.admitSubscriber(accessOf(deps), input);
+}
+
+/** Who publishes: the owner's session only, then the project it owns (shared/realtime/access.ts). */
+export function authorizePublisher(deps: Deps, input: { token: string; projectIdParam: string | undefined }): Promise<ProjectRecord> {
+  return access.authorizePublisher(accessOf(deps), input);
 }
 
 /** Opens the agent's event stream for `channels` (at least one, at most 32); ends when `signal` aborts. */
@@ -114,34 +119,10 @@ export async function issueTicket(deps: Deps, input: { subscriber: Subscriber; c
 }
 
 /**
- * The subscriber a ticket stands for, redeeming it (once: a conditional delete, so of two uses on
- * any handler instances exactly one succeeds). A malformed, unknown, used or expired ticket is 401;
- * one of another project, or that does not grant every asked channel, is 403 and stays unused. A
- * ticket issued to a key that has been revoked since is 401.
+ * The subscriber a ticket stands for, redeeming it once (shared/realtime/access.ts): 401 for a
+ * malformed, unknown, used or expired ticket or one whose key was revoked, 403 for another project's
+ * or channels, left unused.
  */
-export async function redeemSubscriberTicket(
-  deps: Deps,
-  input: { ticket: string; projectIdParam: string | undefined; channels: string[] },
-): Promise<Subscriber> {
-  if (!TICKET_PATTERN.test(input.ticket)) throw errors.unauthenticated('ticket: is not a realtime ticket (rtt_<64 hex>)');
-  const projectId = pathParam(input.projectIdParam, 'id', projectIdSchema);
-  const channels = subscriptionChannels(input.channels);
-  const taken = await redeemTicket(deps.db, await ticketHash(input.ticket), { project: projectId, channels, now: deps.now() });
-  if ('refused' in taken) throw ticketRefusal(taken.refused);
-  const { key_id: keyId } = taken.ticket;
-  if (keyId !== null) {
-    const key = await lookupKey(deps.db, keyId);
-    if (!key || key.revoked_at !== null || key.project !== projectId) throw errors.unauthenticated('ticket: the project key it was issued to is revoked');
-  }
-  const project = await getProject(deps.db, projectId);
-  if (!project) throw errors.notFound(`project ${projectId} not found`);
-  return { project, keyId };
-}
-
-/** SHA-256 of a ticket, hex: what the table keeps (shared/db/realtime-tickets.ts). */
-async function ticketHash(ticket: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(ticket)));
-  let out = '';
-  for (const b of digest) out += b.toString(16).padStart(2, '0');
-  return out;
+export function redeemSubscriberTicket(deps: Deps, input: { ticket: string; projectIdParam: string | undefined; channels: string[] }): Promise<Subscriber> {
+  return access.redeemSubscriberTicket(accessOf(deps), input);
 }

@@ -1,42 +1,30 @@
 /**
- * Realtime subscribe and publish served by the agent itself, on connections the local front hands
- * over (docs/realtime.md "Through the base URL, locally"; docs/local-stack.md "One hop for `/v2`"):
- * an event stream then runs from the hub straight to the client's socket, and a publish costs one
- * hop, instead of each crossing the front and workerd to the agent's internal routes.
+ * Realtime subscribe and publish served by the agent itself at the local stack's origin
+ * (docs/realtime.md "Through the base URL, locally"; docs/local-stack.md "One origin"): an event
+ * stream then runs from the hub straight to the client's socket, and a publish costs one hop,
+ * instead of each crossing workerd to the agent's internal routes.
  *
- * The rules are the public routes' (handlers/routes/realtime.ts), judged with the same shared
- * pieces, in the same order and with the same answers:
- *
- * - subscribe: long-lived credentials in the URL are 400; a ticket (in the URL, never beside an
- *   `Authorization` header) is redeemed once in DynamoDB and dies with the key it was issued to;
- *   otherwise the owner's session — its signature, then whether it still stands and owns the
- *   project, in one strongly consistent read — or a project key of this very project (this
- *   agent's key cache, which the revocation of a key reaches before `DELETE` answers; a stream
- *   opened with a key ends when it is revoked);
- * - publish: the owner's session only, then the body (`publishRequestSchema`, at most
- *   `SVCD_JSON_MAX_BYTES`, payload at most 32 KiB), then the hub.
+ * The rules are the public routes', judged by the one implementation the handlers use too
+ * (shared/realtime/access.ts), with this agent's key cache for project keys (which the revocation
+ * of a key reaches before `DELETE` answers; a stream opened with a key ends when it is revoked);
+ * a publish's body is `publishRequestSchema`, at most `SVCD_JSON_MAX_BYTES`, its payload at most
+ * 32 KiB (shared/realtime.ts), then the hub.
  *
  * A request for a project placed on another agent, or one this agent cannot judge without using
- * something up (a ticket of a project it does not know), goes back to the front untouched, whose
- * handlers serve it as before.
+ * something up (a ticket of a project it does not know), is relayed to the handlers untouched,
+ * which serve it as before.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bearerToken, parseProjectKey, readSessionToken, type SessionClaims } from '../../shared/auth.ts';
-import { sessionKeys, standingAccountIn } from '../../shared/db/accounts.ts';
-import { batchGetItems } from '../../shared/db/client.ts';
-import { getProject, toRecord, type ProjectRecord } from '../../shared/db/projects.ts';
-import { redeemTicket } from '../../shared/db/realtime-tickets.ts';
-import { keys as tableKeys } from '../../shared/db/table.ts';
+import { bearerToken, parseProjectKey } from '../../shared/auth.ts';
 import { errors } from '../../shared/errors.ts';
-import { pathParam, queryOf, readJson } from '../../shared/http/body.ts';
+import { readJson } from '../../shared/http/body.ts';
 import { corsAnswerHeaders, type CorsPolicy } from '../../shared/http/cors.ts';
 import { answerError, toWebRequest } from '../../shared/http/node-http.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import type { Log } from '../../shared/log.ts';
-import { refuseUrlCredentials, SSE_HEADERS, subscriptionChannels, ticketRefusal } from '../../shared/realtime.ts';
-import { projectIdSchema } from '../../shared/schemas/projects.ts';
-import { publishRequestSchema, subscribeQuerySchema, TICKET_PATTERN } from '../../shared/schemas/realtime.ts';
+import { SSE_HEADERS, subscriptionChannels } from '../../shared/realtime.ts';
+import { admitSubscriber, authorizePublisher, type RealtimeAccess } from '../../shared/realtime/access.ts';
+import { publishRequestSchema } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';
 import { logPublicRequest, type PublicRoute } from '../dataplane/origin.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
@@ -52,15 +40,35 @@ export interface PublicRealtimeDeps {
   log: Log;
 }
 
-/** Why a request goes back to the front: the project is not this agent's to serve. */
+/** Why a request is relayed to the handlers: the project is not this agent's to serve. */
 class NotHere extends Error {}
+
+/** The realtime access rules on this agent: keys from its cache, and only projects it hosts. */
+function accessOf(deps: PublicRealtimeDeps): RealtimeAccess {
+  const { ctx, keys } = deps;
+  return {
+    db: ctx.db,
+    sessionSecret: ctx.settings.SVCD_SESSION_SECRET,
+    now: ctx.now,
+    verifyKey: async (token) => {
+      const presented = parseProjectKey(token);
+      if (!presented) throw errors.unauthenticated('a project key (svc1_<key_id>_<secret>) is required');
+      return keys.verifyWarm(presented) ?? (await keys.verify(presented));
+    },
+    keyActive: (keyId, projectId) => keys.isActive(keyId, projectId),
+    here: (owner) => {
+      if (owner !== ctx.agentId) throw new NotHere();
+    },
+  };
+}
 
 /**
  * The public realtime routes: answers false for any other request; otherwise serves it, or calls
- * `elsewhere` (the front) when the project is not this agent's.
+ * `elsewhere` (the handlers) when the project is not this agent's.
  */
 export function publicRealtime(deps: PublicRealtimeDeps): PublicRoute {
-  const { ctx, log } = deps;
+  const { log } = deps;
+  const access = accessOf(deps);
   return (req, res, expectsContinue, elsewhere) => {
     const m = ROUTE.exec(req.url ?? '');
     const route = m?.[2];
@@ -70,7 +78,7 @@ export function publicRealtime(deps: PublicRealtimeDeps): PublicRoute {
     for (const [name, value] of Object.entries(corsAnswerHeaders(deps.cors, req.headers.origin))) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
     logPublicRequest(log, req, res, requestId, `/v0/projects/:id/realtime/${route}`, seen);
-    const served = route === 'subscribe' ? subscribe(deps, req, res, m[1]!, seen) : publish(deps, req, res, m[1]!, expectsContinue, seen);
+    const served = route === 'subscribe' ? subscribe(deps, access, req, res, m[1]!, seen) : publish(deps, access, req, res, m[1]!, expectsContinue, seen);
     served.catch((thrown: unknown) => {
       if (thrown instanceof NotHere) {
         res.removeHeader('x-request-id');
@@ -82,30 +90,15 @@ export function publicRealtime(deps: PublicRealtimeDeps): PublicRoute {
   };
 }
 
-/** Who opens a stream: the project, and the key used (null: the owner's session or a ticket of it). */
-interface Subscriber {
-  project: ProjectRecord;
-  keyId: string | null;
-}
-
-async function subscribe(deps: PublicRealtimeDeps, req: IncomingMessage, res: ServerResponse, rawId: string, seen: { projectId?: string }): Promise<void> {
+async function subscribe(deps: PublicRealtimeDeps, access: RealtimeAccess, req: IncomingMessage, res: ServerResponse, rawId: string, seen: { projectId?: string }): Promise<void> {
   const { ctx } = deps;
-  const url = new URL(req.url ?? '/', 'http://agent.internal');
-  refuseUrlCredentials(url);
-  let subscriber: Subscriber;
-  let channels: string[];
-  if (url.searchParams.has('ticket')) {
-    // The query is judged before the ticket is redeemed, so a malformed request does not use it up.
-    if (req.headers.authorization !== undefined) throw errors.invalid('ticket: give either a ticket or an Authorization header, not both');
-    const query = queryOf(url, subscribeQuerySchema, { repeatable: ['channel'] });
-    refuseBody(req);
-    channels = query.channel;
-    subscriber = await redeem(deps, query.ticket ?? '', rawId, channels);
-  } else {
-    subscriber = await authorize(deps, bearerToken(authorizationOf(req)), rawId);
-    channels = queryOf(url, subscribeQuerySchema, { repeatable: ['channel'] }).channel;
-    refuseBody(req);
-  }
+  const { subscriber, channels } = await admitSubscriber(access, {
+    url: new URL(req.url ?? '/', 'http://agent.internal'),
+    projectIdParam: rawId,
+    hasAuthorization: req.headers.authorization !== undefined,
+    token: () => bearerToken(authorizationOf(req)),
+    refuseBody: () => refuseBody(req),
+  });
   subscriptionChannels(channels);
   const { project, keyId } = subscriber;
   seen.projectId = project.id;
@@ -123,6 +116,7 @@ async function subscribe(deps: PublicRealtimeDeps, req: IncomingMessage, res: Se
 
 async function publish(
   deps: PublicRealtimeDeps,
+  access: RealtimeAccess,
   req: IncomingMessage,
   res: ServerResponse,
   rawId: string,
@@ -130,13 +124,9 @@ async function publish(
   seen: { projectId?: string },
 ): Promise<void> {
   const { ctx } = deps;
-  const token = bearerToken(authorizationOf(req));
-  if (parseProjectKey(token)) throw errors.unauthenticated('a project key is not accepted here: use a session token');
-  const claims = await readSessionToken(ctx.settings.SVCD_SESSION_SECRET, token);
-  const projectId = pathParam(rawId, 'id', projectIdSchema);
-  const project = await ownedProject(deps, claims, projectId);
+  const project = await authorizePublisher(access, { token: bearerToken(authorizationOf(req)), projectIdParam: rawId });
   seen.projectId = project.id;
-  // The body is read only now: a request that goes back to the front has it untouched.
+  // The body is read only now: a request relayed to the handlers has it untouched.
   if (expectsContinue) res.writeContinue();
   const body = await readJson(toWebRequest(req, res, 'http://agent.internal'), publishRequestSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
   const { json } = ctx.realtime.publish(project.id, body.channel, body.event, body.payload);
@@ -165,58 +155,4 @@ function refuseBody(req: IncomingMessage): void {
   if ((declared !== undefined && !/^\s*0+\s*$/.test(declared)) || req.headers['transfer-encoding'] !== undefined) {
     throw errors.invalid('body: this route takes no body');
   }
-}
-
-/**
- * The caller's project, with the session's standing, in one strongly consistent read: 401 for a
- * session that has ended, 404 for a project absent or another account's; a project placed on
- * another agent goes back to the front.
- */
-async function ownedProject(deps: PublicRealtimeDeps, claims: SessionClaims, projectId: string): Promise<ProjectRecord> {
-  const items = await batchGetItems(deps.ctx.db, [...sessionKeys(claims.accountId, claims.sessionId), tableKeys.project(projectId)]);
-  if (!standingAccountIn(items, claims)) throw errors.unauthenticated('the session has ended (signed out, or the account secret was rotated): open a new one');
-  const item = items.get(tableKeys.project(projectId));
-  if (!item || item.owner !== claims.accountId) throw errors.notFound(`project ${projectId} not found`);
-  const project = toRecord(item);
-  if (project.agent_id !== deps.ctx.agentId) throw new NotHere();
-  return project;
-}
-
-/**
- * Who subscribes with `token`: the owner's session, or a project key of this very project (403 for
- * another project's, 401 for an unknown or revoked one). The credential is judged before the id.
- */
-async function authorize(deps: PublicRealtimeDeps, token: string, rawId: string): Promise<Subscriber> {
-  const presented = parseProjectKey(token);
-  if (!presented) {
-    const claims = await readSessionToken(deps.ctx.settings.SVCD_SESSION_SECRET, token);
-    return { project: await ownedProject(deps, claims, pathParam(rawId, 'id', projectIdSchema)), keyId: null };
-  }
-  const key = deps.keys.verifyWarm(presented) ?? (await deps.keys.verify(presented));
-  const projectId = pathParam(rawId, 'id', projectIdSchema);
-  if (key.projectId !== projectId) throw errors.denied('the project key belongs to another project');
-  if (key.owner !== undefined && key.owner !== deps.ctx.agentId) throw new NotHere();
-  const project = await getProject(deps.ctx.db, projectId);
-  if (!project) throw errors.notFound(`project ${projectId} not found`);
-  return { project, keyId: key.keyId };
-}
-
-/**
- * The subscriber a ticket stands for, redeeming it (once, in DynamoDB). The project is read first:
- * a ticket of a project this agent does not host is left unused for the front.
- */
-async function redeem(deps: PublicRealtimeDeps, ticket: string, rawId: string, channels: string[]): Promise<Subscriber> {
-  const { ctx } = deps;
-  if (!TICKET_PATTERN.test(ticket)) throw errors.unauthenticated('ticket: is not a realtime ticket (rtt_<64 hex>)');
-  const projectId = pathParam(rawId, 'id', projectIdSchema);
-  subscriptionChannels(channels);
-  const project = await getProject(ctx.db, projectId);
-  if (!project || project.agent_id !== ctx.agentId) throw new NotHere();
-  const hash = createHash('sha256').update(ticket).digest('hex');
-  const taken = await redeemTicket(ctx.db, hash, { project: projectId, channels, now: ctx.now() });
-  if ('refused' in taken) throw ticketRefusal(taken.refused);
-  const { key_id: keyId } = taken.ticket;
-  // A ticket issued to a key dies with it: this agent's key cache holds its revocation.
-  if (keyId !== null && !(await deps.keys.isActive(keyId, projectId))) throw errors.unauthenticated('ticket: the project key it was issued to is revoked');
-  return { project, keyId };
 }
