@@ -50,5 +50,5 @@ export interface Ctx {
   afterAnswer(task: Promise<void>): void;
 }
 
-/** The router every route module registers on: requests carry `params` and `query`. */
+/** The router handlers/index.ts registers every implementation on (handlers/implement.ts): requests carry `params` and `query`. */
 export type Routes = RouterType<IRequest, [Ctx]>;
