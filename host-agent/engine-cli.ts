@@ -1,13 +1,14 @@
 /**
- * Runs one-shot engine commands (`version`, `init`, `status`, `backup`, `restore`) through the engine
- * contract (docs/engine.md "CLI"): argv only, never a shell; one JSON document on stdout; exit codes mapped to
- * the service's errors. Engines run with a minimal environment (no `SVCD_*` settings: secrets never
- * reach an engine), and what an engine says goes to the tenant's log, never to a client. The agent
- * never imports engine code.
+ * Runs one-shot engine commands (`version`, `init`, `status`, `backup`, `restore`, each declared in
+ * ./engine-commands.ts) through the engine contract (docs/engine.md "CLI"): argv only, never a
+ * shell; one JSON document on stdout; exit codes mapped to the service's errors. Engines run with a
+ * minimal environment (no `SVCD_*` settings: secrets never reach an engine), and what an engine says
+ * goes to the tenant's log, never to a client. The agent never imports engine code.
  */
 import { spawn } from 'node:child_process';
 import { errors, ServiceError } from '../shared/errors.ts';
 import { ENGINE_PIN } from '../shared/schemas/projects.ts';
+import { parseResult, versionCommand } from './engine-commands.ts';
 
 /** Exit codes of the engine contract (docs/engine.md). */
 export const ENGINE_EXIT = {
@@ -121,7 +122,7 @@ export interface PinCheck {
 export async function checkPin(bin: string, timeoutMs = 15000, argv: (args: string[]) => string[] = (args) => [bin, ...args]): Promise<PinCheck> {
   let result: EngineResult;
   try {
-    const [command, ...args] = argv(['version', '--json']);
+    const [command, ...args] = argv(versionCommand.argv(undefined));
     result = await runCommand(command!, args, engineEnvironment(null), timeoutMs);
   } catch (err) {
     if (!(err as NodeJS.ErrnoException).code) return { ok: false, version: null, reason: (err as Error).message };
@@ -130,7 +131,8 @@ export async function checkPin(bin: string, timeoutMs = 15000, argv: (args: stri
   if (result.code !== 0 || !result.json) {
     return { ok: false, version: null, reason: `engine version failed (${engineMessage(result)})` };
   }
-  if (result.json.engine_version !== ENGINE_PIN) {
+  const version = parseResult(versionCommand, result.json);
+  if (!version.ok || version.value.engine_version !== ENGINE_PIN) {
     return { ok: false, version: result.json, reason: `engine version ${String(result.json.engine_version)} is not the pin ${ENGINE_PIN}` };
   }
   return { ok: true, version: result.json, reason: null };

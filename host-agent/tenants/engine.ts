@@ -11,6 +11,7 @@ import { enginePortRange } from '../../shared/config.ts';
 import { errors, ServiceError } from '../../shared/errors.ts';
 import { nowIso } from '../../shared/time.ts';
 import { commandFailure, engineEnvironment, runCommand } from '../engine-cli.ts';
+import { parseResult, type EngineCommand } from '../engine-commands.ts';
 import type { EngineLaunch } from './engine-launch.ts';
 import { removeRecord, writeJsonDurableAsync } from './files.ts';
 import type { Layout } from './layout.ts';
@@ -257,30 +258,41 @@ export class Engines {
     this.#exited(live);
   }
 
-  /** Runs a one-shot engine command for a project; its output is logged, its failure mapped. */
-  async command(projectId: string, args: string[], what: string, timeoutMs: number): Promise<Record<string, unknown>> {
+  /**
+   * Runs one-shot engine command `cmd` (host-agent/engine-commands.ts) for a project with `args`;
+   * answers its typed result. Its output is logged; its failure, or a document its declaration does
+   * not describe, is mapped to the service's error (docs/engine.md "Exit codes").
+   */
+  async run<A, R>(projectId: string, cmd: EngineCommand<A, R>, args: A, what: string, timeoutMs: number): Promise<R> {
     const { logs, launch } = this.#deps;
+    const argv = cmd.argv(args);
     this.prepare(projectId);
     let result;
     try {
-      const [file, ...rest] = this.#argv(projectId, args);
+      const [file, ...rest] = this.#argv(projectId, argv);
       result = await runCommand(file!, rest, this.#env, timeoutMs);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
-      this.#deps.log(`agent: engine ${args[0]} for ${projectId} could not run: ${(err as Error).message}`);
+      this.#deps.log(`agent: engine ${cmd.name} for ${projectId} could not run: ${(err as Error).message}`);
       throw errors.orchestrator('this host cannot run tenants: the engine binary cannot be run');
     } finally {
       launch.release(projectId);
     }
     if (result.code === 0 && result.json && !('error' in result.json)) {
-      logs.append(projectId, `engine ${args[0]}: ok`);
-      return result.json;
+      const parsed = parseResult(cmd, result.json);
+      if (parsed.ok) {
+        logs.append(projectId, `engine ${cmd.name}: ok`);
+        return parsed.value;
+      }
+      logs.append(projectId, `engine ${argv.join(' ')}: ${parsed.problem}: ${JSON.stringify(result.json)}`);
+      throw errors.upstream(parsed.problem);
     }
     const detail = result.json ? JSON.stringify(result.json) : '(no JSON document)';
-    logs.append(projectId, `engine ${args.join(' ')}: failed (${result.timedOut ? 'timed out' : `exit ${result.code ?? result.signal}`}): ${detail}`);
+    logs.append(projectId, `engine ${argv.join(' ')}: failed (${result.timedOut ? 'timed out' : `exit ${result.code ?? result.signal}`}): ${detail}`);
     logs.appendRaw(projectId, result.stderr);
     throw commandFailure(result, what);
   }
+
 
   /** Makes a directory the engine builds in, only the engine user's (./engine-launch.ts `privateDir`). */
   privateDir(dir: string): void {

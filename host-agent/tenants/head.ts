@@ -8,6 +8,7 @@ import { latestSnapshotId } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import type { ProjectState } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
+import { statusCommand } from '../engine-commands.ts';
 import type { Engines } from './engine.ts';
 import type { Layout } from './layout.ts';
 import type { TenantLogs } from './logs.ts';
@@ -45,7 +46,7 @@ export interface HeadDeps {
   logs: TenantLogs;
   now: () => number;
   pin: EnginePin;
-  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs'>;
+  engines: Pick<Engines, 'get' | 'run' | 'startTimeoutMs'>;
 }
 
 /** Head of a tenant whose state is `state` (the caller corrected it and holds the project's queue). */
@@ -65,7 +66,7 @@ export async function headOf(deps: HeadDeps, projectId: string, state: ProjectSt
   const dataDir = deps.layout.dataDir(projectId);
   if (!existsSync(dataDir)) throw new ServiceError('tenant_not_running', 'the tenant has never started: it has nothing to report; wake it up first');
   await pin.ensure();
-  const status = await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'head', engines.startTimeoutMs);
+  const status = await engines.run(projectId, statusCommand, { dataDir }, 'head', engines.startTimeoutMs);
   const latestSnapshot = await latestSnapshotId(deps.db, projectId);
   return { source: 'offline_status', state, engine: pin.version, status, latestSnapshot, timestamp: nowIso(deps.now()) };
 }

@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import { parseResult, serveCommand, type ArgsOf, type ResultOf } from '../engine-commands.ts';
 import { isSameProcessAlive, processStartTime } from '../../shared/procs.ts';
 
 /** A process the supervisor can signal and wait for, whether its child or adopted. */
@@ -29,13 +30,8 @@ export interface EngineProcess {
 // The generic /proc helpers live in shared/procs.ts (the local stack uses them too).
 export { isSameProcessAlive, processCommandLine, processStartTime } from '../../shared/procs.ts';
 
-/** The ready line `serve` prints (docs/engine.md "CLI"): `{"ready":true,"listen":"127.0.0.1:<port>","pid":N,"data_dir":D}`. */
-export interface ReadyLine {
-  ready: true;
-  listen: string;
-  pid: number;
-  data_dir: string;
-}
+/** The ready line `serve` prints (docs/engine.md "CLI"; host-agent/engine-commands.ts `serveCommand`). */
+export type ReadyLine = ResultOf<typeof serveCommand>;
 
 /** A freshly spawned `serve`. */
 export interface SpawnedServe {
@@ -59,31 +55,16 @@ const NOT_READY_GRACE_MS = 500;
  * the log file descriptor itself (logs.ts explains why). SIGKILL goes to the whole process group:
  * nothing the engine started outlives it.
  */
-export function spawnServe(options: {
-  /** The engine's argv up to its command (./engine-launch.ts: the cgroup, the engine user, the binary); `serve …` is appended. */
-  command: (args: string[]) => string[];
-  dataDir: string;
-  host: string;
-  port: number;
-  /** The engine's request-body limit: the data plane's, so the agent's 413 is the one that applies. */
-  maxBodyBytes: number;
-  /** The engine's statement time limit (`SVCD_ENGINE_STATEMENT_TIMEOUT_MS`, docs/engine.md "Statement time limit"). */
-  statementTimeoutMs: number;
-  env: NodeJS.ProcessEnv;
-  stderrFd: number;
-  onOutput: (text: string) => void;
-}): SpawnedServe {
-  const [file, ...args] = options.command([
-    'serve',
-    '--data-dir',
-    options.dataDir,
-    '--listen',
-    `${options.host}:${options.port}`,
-    '--max-body-bytes',
-    String(options.maxBodyBytes),
-    '--statement-timeout-ms',
-    String(options.statementTimeoutMs),
-  ]);
+export function spawnServe(
+  options: ArgsOf<typeof serveCommand> & {
+    /** The engine's argv up to its command (./engine-launch.ts: the cgroup, the engine user, the binary); `serve …` is appended. */
+    command: (args: string[]) => string[];
+    env: NodeJS.ProcessEnv;
+    stderrFd: number;
+    onOutput: (text: string) => void;
+  },
+): SpawnedServe {
+  const [file, ...args] = options.command(serveCommand.argv(options));
   const child = spawn(file!, args, {
     detached: true,
     stdio: ['ignore', 'pipe', options.stderrFd],
@@ -177,9 +158,9 @@ function readReadyLine(stdout: Readable, watched: WatchedExit, onOutput: (text: 
       } catch {
         parsed = null;
       }
-      const r = parsed as Partial<ReadyLine> | null;
-      if (r && r.ready === true && typeof r.listen === 'string' && typeof r.pid === 'number') {
-        resolve(r as ReadyLine);
+      const r = parseResult(serveCommand, parsed);
+      if (r.ok) {
+        resolve(r.value);
         return;
       }
       onOutput(`${line}\n`);

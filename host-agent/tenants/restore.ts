@@ -9,6 +9,7 @@ import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { getSnapshot, type SnapshotBackup } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { nowIso } from '../../shared/time.ts';
+import { restoreCommand, statusCommand } from '../engine-commands.ts';
 import { readJsonRecord, removeRecord, renameDurable, writeJsonDurable } from './files.ts';
 import { dirStamp, RESTORE_STAGING_PREFIX, type Layout } from './layout.ts';
 import type { TenantLogs } from './logs.ts';
@@ -46,13 +47,13 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   mkdirSync(tenantDir, { recursive: true });
   // The engine restores into a fresh directory and needs no lock on data/; the swap does. An engine
   // this agent does not know of (none should exist) would answer lock_held here: 409, nothing moved.
-  if (existsSync(dataDir)) await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'restore', engines.startTimeoutMs);
+  if (existsSync(dataDir)) await engines.run(projectId, statusCommand, { dataDir }, 'restore', engines.startTimeoutMs);
   const journal = { snapshot_id: snapshotId, fresh, started_at: nowIso(deps.now()) };
   writeJsonDurable(layout.restoreJournal(projectId), journal);
   let restoreOutput: Record<string, unknown>;
   try {
     engines.privateDir(staging);
-    restoreOutput = await engines.command(projectId, ['restore', '--backup', snapshot.backup_dir, '--target', fresh, '--json'], 'restore', engines.longTimeoutMs);
+    restoreOutput = await engines.run(projectId, restoreCommand, { backup: snapshot.backup_dir, target: fresh }, 'restore', engines.longTimeoutMs);
   } catch (err) {
     repairRestore(layout, deps.logs, projectId);
     rmSync(staging, { recursive: true, force: true });

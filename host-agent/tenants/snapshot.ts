@@ -6,9 +6,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import type { Db } from '../../shared/db/client.ts';
 import { newSnapshotId, putSnapshot, type Snapshot, type SnapshotBackup, type SnapshotLineage } from '../../shared/db/snapshots.ts';
-import { ServiceError, errors } from '../../shared/errors.ts';
+import { ServiceError } from '../../shared/errors.ts';
 import { ENGINE_PIN } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
+import { backupCommand, statusCommand, type ResultOf } from '../engine-commands.ts';
 import type { Engines } from './engine.ts';
 import type { Layout } from './layout.ts';
 import type { TenantLogs } from './logs.ts';
@@ -21,7 +22,7 @@ export interface SnapshotDeps {
   logs: TenantLogs;
   now: () => number;
   pin: EnginePin;
-  engines: Pick<Engines, 'get' | 'command' | 'startTimeoutMs' | 'longTimeoutMs' | 'privateDir' | 'prepare'>;
+  engines: Pick<Engines, 'get' | 'run' | 'startTimeoutMs' | 'longTimeoutMs' | 'privateDir' | 'prepare'>;
 }
 
 /**
@@ -39,8 +40,8 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
   claim(snapshotId);
   const backupDir = layout.backupDir(projectId, snapshotId);
   mkdirSync(layout.snapshotRoot(projectId), { recursive: true });
-  const status = await engines.command(projectId, ['status', '--data-dir', dataDir, '--json'], 'snapshot', engines.startTimeoutMs);
-  const backup = await engines.command(projectId, ['backup', '--data-dir', dataDir, '--out', backupDir, '--json'], 'snapshot', engines.longTimeoutMs);
+  const status = await engines.run(projectId, statusCommand, { dataDir }, 'snapshot', engines.startTimeoutMs);
+  const backup = await engines.run(projectId, backupCommand, { dataDir, out: backupDir }, 'snapshot', engines.longTimeoutMs);
   const snapshot: Snapshot = {
     id: snapshotId,
     project: projectId,
@@ -57,34 +58,14 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
   return snapshot;
 }
 
-function requireField<T>(output: Record<string, unknown>, name: string, check: (v: unknown) => v is T, what: string): T {
-  const value = output[name];
-  if (!check(value)) throw errors.upstream(`the engine's ${what} output lacks a valid ${name}`);
-  return value;
-}
-
-const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
-const isStr = (v: unknown): v is string => typeof v === 'string';
-
 /** The contract's `lineage` object, every value copied from the engine's status output. */
-export function pickLineage(status: Record<string, unknown>): SnapshotLineage {
-  return {
-    catalog_version: requireField(status, 'catalog_version', isInt, 'status'),
-    directory_lineage: requireField(status, 'directory_lineage', isStr, 'status'),
-    logical_time_micros: requireField(status, 'logical_time_micros', isInt, 'status'),
-    root_digest: requireField(status, 'root_digest', isStr, 'status'),
-    visible_csn: requireField(status, 'visible_csn', isInt, 'status'),
-  };
+export function pickLineage(status: ResultOf<typeof statusCommand>): SnapshotLineage {
+  const { catalog_version, directory_lineage, logical_time_micros, root_digest, visible_csn } = status;
+  return { catalog_version, directory_lineage, logical_time_micros, root_digest, visible_csn };
 }
 
 /** The contract's `backup` object, every value copied from the engine's backup output. */
-export function pickBackup(backup: Record<string, unknown>): SnapshotBackup {
-  return {
-    backup_path: requireField(backup, 'backup_path', isStr, 'backup'),
-    checkpoint_digest: requireField(backup, 'checkpoint_digest', isStr, 'backup'),
-    file_count: requireField(backup, 'file_count', isInt, 'backup'),
-    total_bytes: requireField(backup, 'total_bytes', isInt, 'backup'),
-    status: requireField(backup, 'status', (v): v is 'created' | 'verified' => v === 'created' || v === 'verified', 'backup'),
-    visible_csn: requireField(backup, 'visible_csn', isInt, 'backup'),
-  };
+export function pickBackup(backup: ResultOf<typeof backupCommand>): SnapshotBackup {
+  const { backup_path, checkpoint_digest, file_count, total_bytes, status, visible_csn } = backup;
+  return { backup_path, checkpoint_digest, file_count, total_bytes, status, visible_csn };
 }

@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import type { RecordedState, TenantStateAnswer } from '../../shared/schemas/lifecycle.ts';
+import { initCommand } from '../engine-commands.ts';
 import type { Engines, Live } from './engine.ts';
 import { initDataDir } from './init.ts';
 import type { Layout } from './layout.ts';
@@ -34,7 +35,7 @@ export async function coldStart(deps: ColdStartDeps, projectId: string, recorded
       projectId,
       deps.now(),
       (dir) => engines.privateDir(dir),
-      (dir) => engines.command(projectId, ['init', '--data-dir', dir, '--json'], 'wakeup', engines.startTimeoutMs),
+      (dir) => engines.run(projectId, initCommand, { dataDir: dir }, 'wakeup', engines.startTimeoutMs),
     );
   }
   // The state is written while the engine boots, not after it: the write leaves the critical path.
