@@ -12,7 +12,7 @@ import { errors, type ServiceError } from '../errors.ts';
 import type { Db } from './client.ts';
 import { isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryPage, tableKeyOf } from './pagination.ts';
+import { listProjectItems } from './pagination.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
 import { blobDeletionKey, blobDeletionPrefix, objectPrefix } from './catalog-keys.ts';
 import { guarded, toBucket, type BlobDeletion, type BucketRecord, type TransactItem } from './storage-records.ts';
@@ -46,17 +46,7 @@ export async function getBucket(db: Db, projectId: string, name: string): Promis
 
 /** Lists a project's buckets by name. */
 export async function listBuckets(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<BucketRecord>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.bucket },
-      ConsistentRead: true,
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, projectId, prefixes.bucket, { limit, cursor }, { consistent: true });
   return { items: page.items.map(toBucket), nextCursor: page.nextCursor };
 }
 

@@ -18,7 +18,7 @@ import type { FunctionSettings, FunctionVersionView, FunctionView } from '../sch
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryEach, queryPage, tableKeyOf } from './pagination.ts';
+import { listProjectItems, queryEach } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
 import { keys, prefixes } from './table.ts';
 
@@ -243,16 +243,7 @@ export async function deleteVersions(db: Db, versions: readonly FunctionVersionR
 
 /** One page of a project's functions, by name. */
 export async function listFunctions(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<FunctionRecord>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.fn },
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, projectId, prefixes.fn, { limit, cursor });
   return { items: page.items.map(headOf), nextCursor: page.nextCursor };
 }
 
@@ -263,17 +254,7 @@ export async function listVersions(
   limit: number,
   cursor?: string,
 ): Promise<Page<FunctionVersionRecord>> {
-  const pk = keys.project(head.project).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': `${prefixes.fnVersion}${head.name}#${head.generation}#` },
-      ScanIndexForward: false,
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, head.project, `${prefixes.fnVersion}${head.name}#${head.generation}#`, { limit, cursor }, { newestFirst: true });
   return { items: page.items.map(versionOf), nextCursor: page.nextCursor };
 }
 

@@ -12,7 +12,7 @@ import { errors } from '../errors.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryPage, tableKeyOf } from './pagination.ts';
+import { listProjectItems } from './pagination.ts';
 import { keys, prefixes } from './table.ts';
 
 /** A key as listed and revoked (contract "GET keys"): never the secret, never the verifier. */
@@ -78,16 +78,7 @@ export async function createKey(db: Db, key: NewKey): Promise<void> {
 
 /** Lists a project's keys in key-id order (the sort key), revoked ones included. */
 export async function listKeys(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<KeyView>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.key },
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, projectId, prefixes.key, { limit, cursor });
   return { items: page.items.map(toView), nextCursor: page.nextCursor };
 }
 

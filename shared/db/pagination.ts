@@ -11,6 +11,7 @@
 import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { invalidCursor } from '../cursors.ts';
 import type { Db } from './client.ts';
+import { keys } from './table.ts';
 
 type KeyMap = Record<string, unknown>;
 /** An item as the document client answers it. */
@@ -76,6 +77,39 @@ export async function queryPage(
   if (items.length < want) return { items, nextCursor: null };
   const page = items.slice(0, want - 1);
   return { items: page, nextCursor: encodeCursor(keyOf(page[page.length - 1]!)) };
+}
+
+/** What a listing of a project's items may add to its query. */
+export interface ProjectListOptions {
+  /** Sort keys descending (time-ordered ids: newest first). */
+  newestFirst?: boolean;
+  consistent?: boolean;
+  /** Only these attributes; then `keyOf` rebuilds the key the projection leaves out. */
+  projection?: { expression: string; names: Record<string, string> };
+  keyOf?: (item: Item) => KeyMap;
+}
+
+/**
+ * One page of the items of a project whose sort key starts with `prefix` (shared/db/table.ts
+ * `prefixes`), in sort-key order: the query of every per-project list (`queryPage`).
+ */
+export function listProjectItems(
+  db: Db,
+  projectId: string,
+  prefix: string,
+  page: { limit: number; cursor: string | undefined },
+  options: ProjectListOptions = {},
+): Promise<{ items: Item[]; nextCursor: string | null }> {
+  const pk = keys.project(projectId).pk;
+  const query: Omit<QueryCommandInput, 'Limit' | 'ExclusiveStartKey'> = {
+    TableName: db.table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': pk, ':prefix': prefix },
+    ...(options.newestFirst ? { ScanIndexForward: false } : {}),
+    ...(options.consistent ? { ConsistentRead: true } : {}),
+    ...(options.projection ? { ProjectionExpression: options.projection.expression, ExpressionAttributeNames: options.projection.names } : {}),
+  };
+  return queryPage(db, query, { ...page, partition: ['pk', pk], keyOf: options.keyOf ?? tableKeyOf });
 }
 
 /** The key of an item of the table: its `pk` and `sk`. */

@@ -7,7 +7,7 @@ import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/l
 import { newId } from '../ids.ts';
 import { isConditionFailure, type Db } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryPage, tableKeyOf } from './pagination.ts';
+import { listProjectItems } from './pagination.ts';
 import { keys, prefixes } from './table.ts';
 
 /** Operations that are receipted. */
@@ -59,17 +59,7 @@ export async function putReceipt(db: Db, receipt: Receipt): Promise<boolean> {
 
 /** Lists a project's receipts, newest first. */
 export async function listReceipts(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<Receipt>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.receipt },
-      ScanIndexForward: false,
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, projectId, prefixes.receipt, { limit, cursor }, { newestFirst: true });
   const items = page.items.map(
     (i): Receipt => ({ id: i.id, project: i.project, op: i.op, target: i.target, actor: i.actor, request_id: i.request_id, at: i.at }),
   );

@@ -14,7 +14,7 @@ import type { SealedSecret } from '../secrets-crypto.ts';
 import type { Db } from './client.ts';
 import { isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
-import { queryPage } from './pagination.ts';
+import { listProjectItems } from './pagination.ts';
 import { newReceipt, receiptPut } from './receipts.ts';
 import { keys, prefixes } from './table.ts';
 
@@ -167,18 +167,13 @@ export async function deleteSecret(db: Db, change: SecretChange): Promise<Secret
 
 /** Lists a project's secrets by name: metadata only (the sealed value is not even read). */
 export async function listSecrets(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<SecretMetadata>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
+  const page = await listProjectItems(
     db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.secret },
-      ProjectionExpression: METADATA_PROJECTION.expression,
-      ExpressionAttributeNames: METADATA_PROJECTION.names,
-    },
+    projectId,
+    prefixes.secret,
+    { limit, cursor },
     // The projection leaves the key out: it is rebuilt from the name.
-    { limit, cursor, partition: ['pk', pk], keyOf: (i) => keys.secret(projectId, String(i.name)) },
+    { projection: METADATA_PROJECTION, keyOf: (i) => keys.secret(projectId, String(i.name)) },
   );
   return { items: page.items.map(metadataOf), nextCursor: page.nextCursor };
 }

@@ -10,7 +10,7 @@ import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { receiptPut, type Receipt } from './receipts.ts';
-import { queryPage, tableKeyOf } from './pagination.ts';
+import { listProjectItems } from './pagination.ts';
 import { keys, prefixes } from './table.ts';
 
 /** The engine's status snapshot, as copied into a snapshot (contract "Snapshot" `lineage`). */
@@ -95,18 +95,7 @@ export async function getSnapshot(db: Db, projectId: string, snapshotId: string)
 
 /** Lists a project's snapshots, newest first. */
 export async function listSnapshots(db: Db, projectId: string, limit: number, cursor?: string): Promise<Page<Snapshot>> {
-  const pk = keys.project(projectId).pk;
-  const page = await queryPage(
-    db,
-    {
-      TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': pk, ':prefix': prefixes.snapshot },
-      ScanIndexForward: false,
-      ConsistentRead: true,
-    },
-    { limit, cursor, partition: ['pk', pk], keyOf: tableKeyOf },
-  );
+  const page = await listProjectItems(db, projectId, prefixes.snapshot, { limit, cursor }, { newestFirst: true, consistent: true });
   return { items: page.items.map(toSnapshot), nextCursor: page.nextCursor };
 }
 
