@@ -25,3 +25,17 @@ const ISOLATE_ALLOWANCE_MB = 8;
 export function runtimeMemoryMb(memoryMb: number, functions: number, projectMb: number): number {
   return RUNTIME_OVERHEAD_MB + Math.max(memoryMb, Math.min(memoryMb + ISOLATE_ALLOWANCE_MB * (functions - 1), projectMb));
 }
+
+/** How often, at most, a runtime's resident memory is read when one of its invocations ends. */
+export const RECYCLE_CHECK_MS = 1000;
+
+/**
+ * The resident memory past which a runtime is recycled (./runtimes.ts; docs/functions.md "Memory"):
+ * its memory limit (`limitBytes`, from `runtimeMemoryMb`) less one function's `memory_mb`. workerd's
+ * allocator keeps what it took under load, so what workerd holds itself grows with the request rate
+ * it has seen; past this bound that leaves less than a function's `memory_mb` under the limit, and a
+ * fresh runtime takes the next invocations before the kernel would end this one mid-invocation.
+ */
+export function recycleBytes(limitBytes: number, memoryMb: number): number {
+  return limitBytes - memoryMb * 1024 * 1024;
+}

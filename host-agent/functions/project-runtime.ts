@@ -11,7 +11,7 @@
  * the runtime has exited, and a start of the agent removes what a crash left.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -94,6 +94,8 @@ export class ProjectRuntime {
   readonly #limits: CgroupLimits;
   readonly #dir: string;
   #exit: RuntimeExit | null = null;
+  /** The memory limit it runs under (its cgroup's, when it has one), in bytes. */
+  #memoryLimitBytes: number;
 
   private constructor(options: RuntimeOptions, targets: Map<string, TargetSpec>, child: ChildProcess, servers: Server[], group: Cgroup | null, exited: Promise<RuntimeExit>) {
     this.id = options.id;
@@ -107,6 +109,7 @@ export class ProjectRuntime {
     this.#group = group;
     this.#cgroups = options.cgroups;
     this.#limits = options.limits;
+    this.#memoryLimitBytes = options.limits.memoryBytes ?? Infinity;
     this.#dir = options.dir;
     // A function may answer before it has read the request body, and workerd then resets the
     // connection we are still writing to: its answer must still be read (keepAnswersConnect).
@@ -135,12 +138,28 @@ export class ProjectRuntime {
 
   /** Sets its cgroup's memory limit (the functions it runs grew in number); false without a cgroup or when refused. */
   limitMemory(bytes: number): boolean {
+    this.#memoryLimitBytes = bytes;
     if (!this.#group || !this.#cgroups || !this.alive()) return false;
     try {
       this.#cgroups.create(this.#group.name, { ...this.#limits, memoryBytes: bytes });
       return true;
     } catch {
       return false;
+    }
+  }
+
+  /** The memory limit it runs under, in bytes (Infinity for none). */
+  get memoryLimitBytes(): number {
+    return this.#memoryLimitBytes;
+  }
+
+  /** Its workerd's resident memory now, in bytes; null once it is gone. */
+  residentBytes(): number | null {
+    try {
+      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'));
+      return kb ? Number(kb[1]) * 1024 : null;
+    } catch {
+      return null;
     }
   }
 

@@ -28,7 +28,7 @@ import { invocationEnv, SecretSets, type SecretSet } from './env.ts';
 import { FunctionHeads } from './heads.ts';
 import { busy, describeExit, outcomeOf, runInvocation, type InvocationDeps, type InvocationInput } from './invocation.ts';
 import { Launcher, type RuntimeLaunch } from './launch.ts';
-import { RUNTIME_PIDS_MAX, runtimeMemoryMb } from './limits.ts';
+import { RECYCLE_CHECK_MS, recycleBytes, RUNTIME_PIDS_MAX, runtimeMemoryMb } from './limits.ts';
 import { FunctionLogStore, LineSplitter, Redactor } from './logs.ts';
 import { ModuleFiles, type ModuleBlobStore } from './modules.ts';
 import { ProjectRuntime, RuntimeStartError } from './project-runtime.ts';
@@ -98,6 +98,7 @@ export class FunctionRuntime {
       idleMs: settings.SVCD_FUNCTION_IDLE_MS,
       now,
       start: (projectId, memoryMb) => this.#startRuntime(projectId, memoryMb, 'r'),
+      recycle: { everyMs: RECYCLE_CHECK_MS, when: (runtime) => this.#recycles(runtime) },
     });
     this.logs = new FunctionLogStore(this.#area, settings.SVCD_FUNCTION_LOG_MAX_BYTES, now);
     this.#invocationDeps = { logs: this.logs, kill: (runtime) => this.#runtimes.kill(runtime) };
@@ -313,6 +314,16 @@ export class FunctionRuntime {
       if (exit.signal !== 'SIGKILL' || exit.heapLimit || exit.oomKilled) this.#deps.log(`agent: functions: runtime ${id} (pid ${runtime.pid}) exited: ${describeExit(exit, memoryMb)}`);
     });
     return runtime;
+  }
+
+  /** Whether `runtime` is recycled now: its resident memory is past its bound (./limits.ts `recycleBytes`). */
+  #recycles(runtime: ProjectRuntime): boolean {
+    const resident = runtime.residentBytes();
+    const bound = recycleBytes(runtime.memoryLimitBytes, runtime.memoryMb);
+    if (resident === null || resident <= bound) return false;
+    const mib = (bytes: number) => Math.round(bytes / 1048576);
+    this.#deps.log(`agent: functions: runtime ${runtime.id} (pid ${runtime.pid}) recycled: ${mib(resident)} MiB resident, past its bound of ${mib(bound)} MiB; a fresh one takes the next invocations`);
+    return true;
   }
 
   /** A line of a runtime: a function's console into its log (secrets redacted), else the agent's log. */

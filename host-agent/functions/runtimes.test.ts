@@ -3,11 +3,12 @@
  * and memory_mb, shared by concurrent invocations and by a burst of cold ones; the bound on their
  * number (the least recently used idle one makes room, 429 when all are busy); the idle exit; a
  * runtime killed, exited on its own or failing to start is forgotten at once; a deleted project's
- * runtimes end; close.
+ * runtimes end; close; recycling (a runtime past its bound takes no new invocation and ends once
+ * the last one in flight has ended).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ProjectRuntime, RuntimeExit } from './project-runtime.ts';
-import { HostFullError, Runtimes } from './runtimes.ts';
+import { HostFullError, Runtimes, type RecyclePolicy } from './runtimes.ts';
 
 /** A runtime as Runtimes uses one: its pid, its exit, kill. */
 interface Fake {
@@ -59,12 +60,13 @@ function fake(projectId: string, memoryMb: number): Fake {
   return f;
 }
 
-function runtimes(max = 3): Runtimes {
+function runtimes(max = 3, recycle?: RecyclePolicy): Runtimes {
   return new Runtimes({
     max,
     idleMs: IDLE_MS,
     now: () => clock,
     start: (projectId, memoryMb) => (starts ? starts(projectId, memoryMb) : Promise.resolve(fake(projectId, memoryMb).runtime)),
+    ...(recycle ? { recycle } : {}),
   });
 }
 
@@ -96,7 +98,7 @@ describe('Runtimes', () => {
       ['prj_a', 64],
       ['prj_b', 128],
     ]);
-    expect(set.stats).toEqual({ started: 3, reused: 1, exited: 0 });
+    expect(set.stats).toEqual({ started: 3, reused: 1, exited: 0, recycled: 0 });
     expect(set.list().map(({ projectId, memoryMb, active }) => ({ projectId, memoryMb, active }))).toEqual([
       { projectId: 'prj_a', memoryMb: 128, active: 2 },
       { projectId: 'prj_a', memoryMb: 64, active: 1 },
@@ -278,5 +280,54 @@ describe('Runtimes', () => {
     await expect(set.acquire('prj_a', 128)).rejects.toThrow(/closed/);
     a.release();
     expect(set.list()).toEqual([]);
+  });
+
+  it('recycles a runtime its policy names when an invocation ends: new invocations go to a fresh one, the old one ends once drained', async () => {
+    const bloated = new Set<ProjectRuntime>();
+    const asked: ProjectRuntime[] = [];
+    const set = runtimes(1, { everyMs: 1000, when: (runtime) => (asked.push(runtime), bloated.has(runtime)) });
+    const a = await set.acquire('prj_a', 128);
+    const b = await set.acquire('prj_a', 128);
+    clock = 1000;
+    a.release();
+    expect(asked).toEqual([a.runtime]);
+    bloated.add(a.runtime);
+    // Asked at most once per everyMs.
+    const c = await set.acquire('prj_a', 128);
+    c.release();
+    expect(asked).toHaveLength(1);
+    clock = 2000;
+    const d = await set.acquire('prj_a', 128);
+    expect(d.runtime).toBe(a.runtime);
+    d.release();
+    expect(asked).toHaveLength(2);
+    expect(set.stats.recycled).toBe(1);
+    // Draining: out of the list and of the bound, still serving what it holds.
+    expect(set.list()).toEqual([]);
+    const fresh = await set.acquire('prj_a', 128);
+    expect(fresh.runtime).not.toBe(a.runtime);
+    expect(fakeOf(a.runtime).kills).toBe(0);
+    b.release();
+    await settle();
+    expect(fakeOf(a.runtime).kills).toBe(1);
+    expect(fakeOf(fresh.runtime).kills).toBe(0);
+    expect(set.list().map((r) => r.pid)).toEqual([fakeOf(fresh.runtime).pid]);
+    fresh.release();
+  });
+
+  it('ends a draining runtime with its project, and at close', async () => {
+    const set = runtimes(3, { everyMs: 0, when: () => true });
+    const a = await set.acquire('prj_a', 128);
+    const b = await set.acquire('prj_a', 128);
+    a.release();
+    expect(set.stats.recycled).toBe(1);
+    set.retireProject('prj_a');
+    await settle();
+    expect(fakeOf(b.runtime).kills).toBe(1);
+    const c = await set.acquire('prj_b', 128);
+    const d = await set.acquire('prj_b', 128);
+    c.release();
+    await set.close();
+    expect(fakeOf(d.runtime).kills).toBe(1);
   });
 });

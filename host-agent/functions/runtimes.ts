@@ -9,6 +9,12 @@
  * used idle runtime of any project makes room, and when every runtime is busy the start is refused
  * (HostFullError). An idle runtime exits after `idleMs`. A runtime that exits (killed after a
  * timeout, past its memory) is forgotten at once: the next invocation starts a fresh one.
+ *
+ * Recycling (docs/functions.md "Memory"): workerd keeps the memory its allocator took under load, so
+ * a runtime's resident memory grows with the request rate it has seen. When an invocation ends, a
+ * runtime is asked `recycle.when` (at most once per `recycle.everyMs`); once it says so, the runtime
+ * takes no new invocations — the next one starts a fresh runtime — and is ended when its last
+ * invocation in flight has ended (draining, not counted against `max`).
  */
 import type { ProjectRuntime } from './project-runtime.ts';
 
@@ -30,6 +36,16 @@ interface Entry {
   active: number;
   lastUsed: number;
   idleTimer: NodeJS.Timeout | undefined;
+  /** When `recycle.when` was last asked about it. */
+  checkedAt: number;
+  /** Recycled: taking no new invocations, ended once its last one ends. */
+  draining: boolean;
+}
+
+/** When runtimes are recycled: asked after an invocation ends, at most once per `everyMs` per runtime. */
+export interface RecyclePolicy {
+  everyMs: number;
+  when(runtime: ProjectRuntime): boolean;
 }
 
 /** A runtime held for one invocation (or one deploy's check). */
@@ -44,16 +60,20 @@ export class Runtimes {
   readonly #idleMs: number;
   readonly #now: () => number;
   readonly #start: (projectId: string, memoryMb: number) => Promise<ProjectRuntime>;
+  readonly #recycle: RecyclePolicy | undefined;
   readonly #entries = new Map<string, Entry>();
+  /** Recycled runtimes with invocations still in flight. */
+  readonly #draining = new Set<Entry>();
   #closed = false;
   /** Counters, for tests and the benchmark. */
-  readonly stats = { started: 0, reused: 0, exited: 0 };
+  readonly stats = { started: 0, reused: 0, exited: 0, recycled: 0 };
 
-  constructor(options: { max: number; idleMs: number; now: () => number; start: (projectId: string, memoryMb: number) => Promise<ProjectRuntime> }) {
+  constructor(options: { max: number; idleMs: number; now: () => number; start: (projectId: string, memoryMb: number) => Promise<ProjectRuntime>; recycle?: RecyclePolicy }) {
     this.#max = options.max;
     this.#idleMs = options.idleMs;
     this.#now = options.now;
     this.#start = options.start;
+    this.#recycle = options.recycle;
   }
 
   /** The project's runtime for `memoryMb`, started when there is none; release it when done. */
@@ -83,14 +103,30 @@ export class Runtimes {
       release: () => {
         if (released) return;
         released = true;
-        held.active--;
-        held.lastUsed = this.#now();
-        if (held.active === 0 && this.#entries.get(held.key) === held) {
-          held.idleTimer = setTimeout(() => this.#end(held), this.#idleMs);
-          held.idleTimer.unref();
-        }
+        this.#release(held);
       },
     };
+  }
+
+  /** One invocation of `entry` ended: recycled when its policy says so, idle-timed when it was the last. */
+  #release(entry: Entry): void {
+    entry.active--;
+    entry.lastUsed = this.#now();
+    if (!entry.draining && this.#recycle && entry.started && entry.lastUsed - entry.checkedAt >= this.#recycle.everyMs) {
+      entry.checkedAt = entry.lastUsed;
+      if (this.#recycle.when(entry.started)) {
+        entry.draining = true;
+        this.stats.recycled++;
+        this.#forget(entry);
+        this.#draining.add(entry);
+      }
+    }
+    if (entry.active > 0) return;
+    if (entry.draining) this.#end(entry);
+    else if (this.#entries.get(entry.key) === entry) {
+      entry.idleTimer = setTimeout(() => this.#end(entry), this.#idleMs);
+      entry.idleTimer.unref();
+    }
   }
 
   /** Ends `runtime` now (a function stuck past its timeout); invocations on it fail. */
@@ -101,7 +137,7 @@ export class Runtimes {
 
   /** Ends every runtime of the project (deleted): at once, its invocations were refused before. */
   retireProject(projectId: string): void {
-    for (const entry of [...this.#entries.values()]) if (entry.projectId === projectId) this.#end(entry);
+    for (const entry of [...this.#entries.values(), ...this.#draining]) if (entry.projectId === projectId) this.#end(entry);
   }
 
   /** The live runtimes: project, memory, pid, invocations in flight (tests, the benchmark, metrics). */
@@ -114,8 +150,9 @@ export class Runtimes {
   /** Kills every runtime and refuses new ones. */
   async close(): Promise<void> {
     this.#closed = true;
-    const all = [...this.#entries.values()];
+    const all = [...this.#entries.values(), ...this.#draining];
     this.#entries.clear();
+    this.#draining.clear();
     await Promise.all(all.map(async (e) => (await e.runtime.catch(() => null))?.kill()));
   }
 
@@ -129,6 +166,8 @@ export class Runtimes {
       active: 0,
       lastUsed: this.#now(),
       idleTimer: undefined,
+      checkedAt: this.#now(),
+      draining: false,
     };
     this.#entries.set(key, entry);
     entry.runtime.then(
@@ -149,6 +188,7 @@ export class Runtimes {
   #forget(entry: Entry): void {
     clearTimeout(entry.idleTimer);
     if (this.#entries.get(entry.key) === entry) this.#entries.delete(entry.key);
+    this.#draining.delete(entry);
   }
 
   #end(entry: Entry): void {

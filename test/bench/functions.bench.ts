@@ -11,7 +11,12 @@
  *     of its sandbox) with FUNCTIONS functions deployed and warm, divided by FUNCTIONS (target
  *     <= 10 MiB), beside the bare runtime's with one module.
  *
- *   node_modules/.bin/node test/bench/functions.bench.ts [seconds-per-round]
+ * and, for information, the resident memory of the project's runtime (every process of its sandbox)
+ * after each throughput round and at the end; with `soak-seconds`, a soak at concurrency 4 that
+ * samples it every 10 s (docs/functions.md "Memory over time": workerd keeps what its allocator took,
+ * and a runtime past its bound is recycled, which shows as a new pid):
+ *
+ *   node_modules/.bin/node test/bench/functions.bench.ts [seconds-per-round] [soak-seconds]
  *
  * Real pieces only, through {base_url}: the local stack as `npm start` runs it (its front, the
  * handlers in miniflare, one host agent with its runtimes in the OS sandbox) on DynamoDB Local; the
@@ -38,6 +43,8 @@ import { descendants } from '../helpers/procs.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.argv[2] ?? 4);
+const SOAK_SECONDS = Number(process.argv[3] ?? 0);
+const SOAK_CONCURRENCY = 4;
 const ROUNDS = 3;
 const CONCURRENCY = 16;
 const COLD_RUNS = 12;
@@ -173,6 +180,34 @@ function runtimePids(agentPid: number): number[] {
   });
 }
 
+/** The resident memory of every runtime process the agent started now, and their pids. */
+function runtimeRss(agentPid: number): { mib: number; pids: number[] } {
+  const pids = runtimePids(agentPid);
+  return { mib: pids.map(rssMiB).filter((n) => !Number.isNaN(n)).reduce((a, b) => a + b, 0), pids };
+}
+
+/**
+ * `concurrency` loops of GET `path` for `seconds`, the runtime's resident memory sampled every 10 s;
+ * answers the samples (`<seconds>s <MiB>`) and how many runtime processes were seen (a recycled
+ * runtime is replaced by a fresh one).
+ */
+async function soak(pool: Pool, path: string, headers: Record<string, string>, seconds: number, agentPid: number): Promise<{ samples: string[]; pids: number; rps: number; errors: number }> {
+  const samples: string[] = [];
+  const seen = new Set<number>();
+  const t0 = performance.now();
+  const sample = () => {
+    const { mib, pids } = runtimeRss(agentPid);
+    for (const pid of pids) seen.add(pid);
+    samples.push(`${Math.round((performance.now() - t0) / 1000)}s ${mib.toFixed(0)}`);
+  };
+  sample();
+  const timer = setInterval(sample, 10_000);
+  const run = await load(pool, path, headers, seconds * 1000, SOAK_CONCURRENCY);
+  clearInterval(timer);
+  sample();
+  return { samples, pids: seen.size, rps: run.rps, errors: run.errors };
+}
+
 function rssMiB(pid: number): number {
   try {
     return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -243,8 +278,10 @@ async function main(): Promise<void> {
     const relayPool = new Pool(`http://127.0.0.1:${relayStarted.line.trim()}`, { connections: CONCURRENCY });
     await load(relayPool, '/', {}, 1000, CONCURRENCY);
     const through = { service: [] as number[], bare: [] as number[], relay: [] as number[], errors: 0, serviceErrors: 0 };
+    const rssOverRounds = [runtimeRss(stack.agent.pid!).mib];
     for (let i = 0; i < ROUNDS; i++) {
       const s = await load(service, path, auth, SECONDS * 1000, CONCURRENCY);
+      rssOverRounds.push(runtimeRss(stack.agent.pid!).mib);
       const b = await load(barePool, '/', {}, SECONDS * 1000, CONCURRENCY);
       const r = await load(relayPool, '/', {}, SECONDS * 1000, CONCURRENCY);
       through.service.push(s.rps);
@@ -261,6 +298,10 @@ async function main(): Promise<void> {
         return 0;
       }
     }));
+    // Memory over time (information): a soak when asked for, then the runtime after the load (the
+    // agent runs no other runtime yet).
+    const soaked = SOAK_SECONDS > 0 ? await soak(service, path, auth, SOAK_SECONDS, stack.agent.pid!) : null;
+    const rssAtEnd = runtimeRss(stack.agent.pid!).mib;
     await relayPool.close();
     await stop(relay);
     relay = undefined;
@@ -330,13 +371,15 @@ async function main(): Promise<void> {
     console.log(`throughput, c=${CONCURRENCY}        ${rate(through.service).toFixed(0)} req/s through {base_url}; ${rate(through.bare).toFixed(0)} req/s the bare runtime`);
     console.log(`throughput ratio        ${throughput.toFixed(3)}   (target >= 0.5)   ${mark(throughput >= 0.5)}   (${through.errors} errors, ${through.serviceErrors} of them through {base_url})`);
     console.log(`runtime peak RSS        ${peakMiB.toFixed(1)} MiB under that load (info: workerd's own buffers grow with the request rate; the runtime's memory limit leaves room for them)`);
+    console.log(`runtime RSS over time   ${rssOverRounds.map((m) => m.toFixed(0)).join(' → ')} MiB before and after each throughput round; ${rssAtEnd.toFixed(0)} MiB after the load${soaked ? ' and the soak' : ''} (info: the runtime's processes; docs/functions.md "Memory over time")`);
+    if (soaked) console.log(`soak, c=${SOAK_CONCURRENCY}, ${SOAK_SECONDS} s     runtime RSS (s MiB): ${soaked.samples.join(', ')}; ${soaked.rps.toFixed(0)} req/s, ${soaked.errors} errors; ${soaked.pids} runtime processes seen (a recycled runtime is replaced by a fresh one)`);
     console.log(`throughput ceiling      ${(rate(through.relay) / rate(through.bare)).toFixed(3)}   a bare Node relay (node:http + undici, nothing else) in front of the bare runtime: ${rate(through.relay).toFixed(0)} req/s; any design with one process between client and runtime stays below it on this machine`);
     console.log(`cold start p50          ${p50(cold.service).toFixed(1)} ms, first invocation of a new version   (target <= 50 ms)   ${mark(p50(cold.service) <= 50)}; bare runtime spawn to first answer ${p50(cold.bare).toFixed(1)} ms (${COLD_RUNS} runs each, alternating)`);
     console.log(`first invocation of a project ${p50(firstOfProject).toFixed(1)} ms p50 (info: its runtime started in the OS sandbox, ${firstOfProject.length} fresh projects)`);
     console.log(`memory per idle function ${perFunction.toFixed(1)} MiB   (target <= 10 MiB)   ${mark(perFunction <= 10)}   (${total.toFixed(1)} MiB in the ${pids.length} processes of one project's runtime for ${FUNCTIONS} warm idle functions; ${first.toFixed(1)} MiB with the first alone, ${marginal.toFixed(1)} MiB for each further one; the bare runtime with one module, after the load: ${bareRss.toFixed(1)} MiB)`);
     const [load1] = readFileSync('/proc/loadavg', 'utf8').split(' ') as [string];
     console.log(`machine: ${cpus().length} cores, load average ${load1} (other work on the machine colours the wall-clock figures)`);
-    if (through.errors) process.exitCode = 1;
+    if (through.errors || soaked?.errors) process.exitCode = 1;
     await service.close();
   } finally {
     await stop(relay);
