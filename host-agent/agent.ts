@@ -71,6 +71,19 @@ export interface AgentOptions {
   origin?: { targets: RelayTargets; url: string };
 }
 
+/** The realtime hub of the agent's projects (docs/realtime.md). */
+function realtimeHub(settings: Settings, log: Log): RealtimeHub {
+  return new RealtimeHub({
+    maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
+    maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
+    queue: settings.SVCD_REALTIME_QUEUE,
+    heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
+    framing: 'http-chunked',
+    coalesceMs: settings.SVCD_REALTIME_COALESCE_MS,
+    log,
+  });
+}
+
 /** The agent's parts, before any listener opens: identity, pin check, hub, functions, tenants. */
 async function buildContext(settings: Settings, options: AgentOptions, log: Log): Promise<{ ctx: AgentContext; pin: EnginePin }> {
   const cwd = options.cwd ?? process.cwd();
@@ -86,15 +99,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
   const pin = await EnginePin.check(engineBin, settings.SVCD_ENGINE_START_TIMEOUT_MS, log, (args) => engineLaunch.command(args, null).argv);
   const db = options.db ?? createDb(settings);
   const now = () => Date.now();
-  const realtime = new RealtimeHub({
-    maxPerProject: settings.SVCD_REALTIME_MAX_SUBSCRIBERS_PER_PROJECT,
-    maxTotal: settings.SVCD_REALTIME_MAX_SUBSCRIBERS,
-    queue: settings.SVCD_REALTIME_QUEUE,
-    heartbeatMs: settings.SVCD_REALTIME_HEARTBEAT_MS,
-    framing: 'http-chunked',
-    coalesceMs: settings.SVCD_REALTIME_COALESCE_MS,
-    log,
-  });
+  const realtime = realtimeHub(settings, log);
   // Object and module bytes of the `fs` backend (docs/storage.md), one store for the agent's life.
   const blobs = createFsBlobStore(join(root, 'blobs'));
   const moduleBlobs = moduleBlobStore(settings, () => blobs);

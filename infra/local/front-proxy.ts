@@ -38,6 +38,8 @@ export interface FrontOptions {
   handlerConnections?: number;
   /** Origins allowed to read the front's own error answers (`SVCD_CORS_ORIGINS`). */
   cors?: CorsPolicy;
+  /** Close each connection after its answer, so the client's next one reaches the agent once it holds the origin again. */
+  closeConnections?: boolean;
 }
 
 /** A front that serves the connections it is given. */
@@ -53,13 +55,13 @@ export interface Front extends FallbackFront {
   port: number;
 }
 
-function frontServer(targets: FrontTargets, { log, handlerConnections, cors = NO_CORS }: FrontOptions): { server: Server; close: () => Promise<void> } {
+function frontServer(targets: FrontTargets, { log, handlerConnections, cors = NO_CORS, closeConnections }: FrontOptions): { server: Server; close: () => Promise<void> } {
   const relayTargets: RelayTargets = {
     handlers: targets.handlers,
     dataplane: Array.isArray(targets.dataplane) ? targets.dataplane : [targets.dataplane],
     metrics: targets.metrics,
   };
-  const relay = createRelay(relayTargets, { log, name: 'front', handlerConnections, cors });
+  const relay = createRelay(relayTargets, { log, name: 'front', handlerConnections, cors, closeConnections });
   const server = createServer(SERVER_OPTIONS, (req: IncomingMessage, res: ServerResponse) => relay.serve(req, res));
   answerClientErrors(server, log);
   server.keepAliveTimeout = 65_000;

@@ -179,17 +179,19 @@ function urlOf(host: string, port: number): string {
 
 /**
  * Phase 6: the origin while no agent holds it — the fallback front, relaying to the handlers, the
- * agents' metrics and (several agents) the other agents' `/v2` listeners.
+ * agents' metrics and their `/v2` listeners in turn; each connection it serves is closed after its
+ * answer, so a client's next connection reaches the first agent once that holds the origin again.
  */
 function serveFallback(origin: HeldListener, handlers: string, listeners: AgentListeners[], settings: Settings, log: Log, supervision: Supervision): void {
   const host = settings.SVCD_AGENT_HOST;
   const front = createFront(
     {
       handlers,
-      dataplane: listeners.slice(1).map((l) => urlOf(host, l.SVCD_DATAPLANE_PORT.port)),
+      // Every agent's /v2 listener, the first's too: held by the supervisor, it answers 503 while that agent is down.
+      dataplane: listeners.map((l) => urlOf(host, l.SVCD_DATAPLANE_PORT.port)),
       metrics: listeners.map((l) => urlOf(host, l.SVCD_METRICS_PORT.port)),
     },
-    { log, cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS) },
+    { log, cors: parseCorsOrigins(settings.SVCD_CORS_ORIGINS), closeConnections: true },
   );
   origin.setFallback((socket) => front.serve(socket));
   supervision.onStop(() => front.close());

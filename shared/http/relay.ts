@@ -54,6 +54,8 @@ export interface RelayOptions {
   handlerConnections?: number;
   /** Origins allowed to read the relay's own error answers (`SVCD_CORS_ORIGINS`). */
   cors?: CorsPolicy;
+  /** Make every answer the last on its connection (the fallback front: the client's next connection may reach the agent). */
+  closeConnections?: boolean;
 }
 
 /** A relay: serves a request by relaying it, and closes its pools. */
@@ -125,6 +127,7 @@ class Relaying {
   readonly #log: Log;
   readonly #name: string;
   readonly #cors: CorsPolicy;
+  readonly #close: boolean;
   readonly #planes: Plane[];
   readonly #handlers: Pool;
   readonly #metrics: Pool[];
@@ -132,12 +135,13 @@ class Relaying {
   readonly #oneShot = new Set<Client>();
   #turn = 0;
 
-  constructor(targets: RelayTargets, { log, name = 'front', handlerConnections = 256, cors = NO_CORS }: RelayOptions) {
+  constructor(targets: RelayTargets, { log, name = 'front', handlerConnections = 256, cors = NO_CORS, closeConnections = false }: RelayOptions) {
     const options = (connections: number | null, bodyTimeout: number) => ({ connections, connect: keepAnswersConnect(CONNECT_MS), headersTimeout: HEADERS_MS, bodyTimeout });
     this.#targets = targets;
     this.#log = log;
     this.#name = name;
     this.#cors = cors;
+    this.#close = closeConnections;
     // The data plane answers quickly or streams an engine answer: no event streams there.
     this.#planes = (targets.dataplane ?? []).map((url) => ({ url, pool: new Pool(url, options(256, HEADERS_MS)), downUntil: 0 }));
     this.#handlers = new Pool(targets.handlers, options(handlerConnections, HEADERS_MS));
@@ -232,6 +236,7 @@ class Relaying {
     const path = req.url ?? '/';
     const refused = badTarget(req);
     const name = this.#name;
+    if (this.#close) res.shouldKeepAlive = false;
     // One line per request; never the query (it may hold a ticket) nor any header.
     res.once('close', () => {
       const status = res.headersSent ? String(res.statusCode) : 'closed';

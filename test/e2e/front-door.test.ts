@@ -367,9 +367,49 @@ describe('absolute-form request targets (RFC 9112 §3.2.2)', () => {
   });
 });
 
+/**
+ * RFC 9112 §3.2 and request-line errors on every listener that faces clients: an unknown method or
+ * CONNECT is 501 `not_implemented`, HTTP/1.1 without `Host` or with two is 400 `invalid_request`,
+ * each with the envelope and `X-Request-Id` (docs/api.md "Decisions").
+ */
+async function expectRequestLineErrors(to: number): Promise<void> {
+  const cases: [string, number, string][] = [
+    ['M-SEARCH /v0/health HTTP/1.1\r\nhost: a\r\n\r\n', 501, 'not_implemented'],
+    ['LINK /v2/capabilities HTTP/1.1\r\nhost: a\r\n\r\n', 501, 'not_implemented'],
+    ['FROB /v0/health HTTP/1.1\r\nhost: a\r\n\r\n', 501, 'not_implemented'],
+    ['CONNECT example.test:443 HTTP/1.1\r\nhost: example.test:443\r\n\r\n', 501, 'not_implemented'],
+    ['GET /v0/health HTTP/1.1\r\n\r\n', 400, 'invalid_request'],
+    ['GET /v0/health HTTP/1.1\r\nhost: a\r\nhost: b\r\n\r\n', 400, 'invalid_request'],
+  ];
+  for (const [head, status, code] of cases) {
+    const seen = await rawRequest(head, { to });
+    expect(seen.status, head.split('\r\n')[0]).toBe(status);
+    expect(seen.headers['content-type'], head).toMatch(/^application\/json/);
+    expect(seen.headers['x-request-id'], head).toMatch(/^req_/);
+    expect(JSON.parse(seen.body).error.code, head).toBe(code);
+  }
+  // HTTP/1.0 needs no Host.
+  expect((await rawRequest('GET /v0/health HTTP/1.0\r\n\r\n', { to })).status).not.toBe(400);
+}
+
+describe('request-line errors (RFC 9112 §3.2) get the error envelope', () => {
+  it('at the origin ({base_url})', async () => {
+    await expectRequestLineErrors(port);
+  });
+
+  it("on the agent's /v2 listener", async () => {
+    await expectRequestLineErrors(Number(new URL(stack.agents[0]!.dataplaneUrl).port));
+  });
+
+  it('on the Node entry', async () => {
+    nodeEntry ??= await startNodeEntry(stack);
+    await expectRequestLineErrors(Number(new URL(nodeEntry.url).port));
+  }, 30_000);
+});
+
 describe('the Node entry (production shape, docs/deploy.md)', () => {
   beforeAll(async () => {
-    nodeEntry = await startNodeEntry(stack);
+    nodeEntry ??= await startNodeEntry(stack);
   }, 30_000);
 
   it('serves absolute-form targets and answers a refused body without resetting the connection', async () => {

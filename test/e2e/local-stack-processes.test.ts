@@ -4,6 +4,7 @@
  * group, signals to the whole group, kill -9 — and checked in the process table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, portIsFree } from '../../infra/local/dynamodb.ts';
@@ -68,13 +69,22 @@ async function start(dir: string, env: Record<string, string>, args: string[] = 
   return { ...l, url };
 }
 
-/** A port P with P+1..P+3 free too: a stack on SVCD_PORT=P alone can take all four. */
+/** A port P with P+1..P+4 free too: a stack on SVCD_PORT=P alone can take all five. */
 async function freeBase(): Promise<number> {
   for (;;) {
     const p = await freePort();
-    if (p + 3 > 65535) continue;
-    if ((await Promise.all([1, 2, 3].map((i) => portIsFree('127.0.0.1', p + i)))).every(Boolean)) return p;
+    if (p + 4 > 65535) continue;
+    if ((await Promise.all([1, 2, 3, 4].map((i) => portIsFree('127.0.0.1', p + i)))).every(Boolean)) return p;
   }
+}
+
+/** Tries to open a connection from local port `from` (to `to`): what a client of the stack would need to take that port. */
+function connectFrom(from: number, to: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ port: to, host: '127.0.0.1', localAddress: '127.0.0.1', localPort: from });
+    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
 }
 
 async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
@@ -135,6 +145,8 @@ describe('the local stack as a process tree', () => {
     baseA = await freeBase();
     a = await start(dirA, { SVCD_PORT: String(baseA) });
     expect(a.url).toBe(`http://127.0.0.1:${baseA}`);
+    // The stack's own lines go through its logger and may follow the banner by a moment.
+    await waitFor("the agent's ready line", () => a.output().includes('host agent agt_'), 5_000);
     expect(a.output()).toContain(`host agent agt_`);
     expect(a.output()).toContain(`ready at http://127.0.0.1:${baseA + 1} (/v2 at http://127.0.0.1:${baseA + 2}, metrics at http://127.0.0.1:${baseA + 4})`);
     const java = descendants(a.child.pid!).filter((p) => cmdline(p).startsWith('java '));
@@ -150,6 +162,7 @@ describe('the local stack as a process tree', () => {
     // A second copy beside it, told only its own SVCD_PORT and directory.
     baseB = await freeBase();
     b = await start(dirB, { SVCD_PORT: String(baseB) });
+    await waitFor("the agent's ready line", () => b.output().includes('host agent agt_'), 5_000);
     expect(b.output()).toContain(`ready at http://127.0.0.1:${baseB + 1} (/v2 at http://127.0.0.1:${baseB + 2}, metrics at http://127.0.0.1:${baseB + 4})`);
     expect((await fetch(`${b.url}/v0/health`)).status).toBe(200);
   }, 120_000);
@@ -183,6 +196,13 @@ describe('the local stack as a process tree', () => {
     const old = agentPid(a)!;
     process.kill(old, 'SIGKILL');
     await waitFor('the restart line', () => /host agent agt_\w+ \(pid \d+\) exited \(signal SIGKILL\); restarting it in 0\.5 s/.test(a.output()));
+    // Meanwhile its listeners stay the supervisor's (docs/local-stack.md "Ports"): none of its ports
+    // can become another connection's source port (as the metrics port once did, in TIME-WAIT, and
+    // the restarted agent could not bind it), and the origin still answers /v0 (the fallback front).
+    for (const offset of [1, 2, 4]) expect(await connectFrom(baseA + offset, baseA)).toBe('EADDRINUSE');
+    const health = await fetch(`${a.url}/v0/health`);
+    expect([200, 503]).toContain(health.status);
+    await health.arrayBuffer();
     await waitFor('the agent to be ready again', () => a.output().split(`ready at http://127.0.0.1:${baseA + 1}`).length === 3);
     const next = agentPid(a);
     expect(next).toBeDefined();
@@ -219,6 +239,7 @@ describe('the local stack as a process tree', () => {
     expect(await survivors(tree, 5_000)).toEqual([]);
 
     b = await start(dirB, { SVCD_PORT: String(baseB) });
+    await waitFor("the agent's ready line", () => b.output().includes('host agent agt_'), 5_000);
     const r = await fetch(`${b.url}/v0/projects/${onB.project}`, { headers: { authorization: `Bearer ${onB.token}` } });
     expect(r.status).toBe(200);
   }, 90_000);
@@ -236,6 +257,7 @@ describe('the local stack as a process tree', () => {
     expect(alive(java)).toBe(true);
 
     b = await start(dirB, { SVCD_PORT: String(baseB) });
+    await waitFor("the agent's ready line", () => b.output().includes('host agent agt_'), 5_000);
     expect(alive(java)).toBe(false);
     expect(b.output()).toMatch(/stopped 1 process\(es\) left running in \S+ by a stack that died \(pid \d+\)/);
     expect((await fetch(`${b.url}/v0/health`)).status).toBe(200);
@@ -275,3 +297,45 @@ describe('the local stack as a process tree', () => {
 function processesNaming(dir: string): number[] {
   return descendants(1).filter((p) => p !== process.pid && cmdline(p).includes(dir)).sort();
 }
+
+describe('a kill -9 of the process that started the supervisor (npm start)', () => {
+  const dir = tempDir('svc-e2e-procs-npm-');
+  afterAll(() => dir.cleanup());
+
+  /** Runs start.ts as `npm start` does: a parent (npm) that runs `sh -c "exec node infra/local/start.ts"`. */
+  function launchUnderParent(env: Record<string, string>): { parent: ChildProcess; output: () => string } {
+    const node = join(REPO, 'node_modules/.bin/node');
+    const script = `const { spawn } = require('node:child_process');
+      const c = spawn('sh', ['-c', 'exec "$0" "$@"', ${JSON.stringify(node)}, ${JSON.stringify(join(REPO, 'infra/local/start.ts'))}, '--dir', ${JSON.stringify(dir.dir)}], { stdio: 'inherit' });
+      c.on('exit', (code) => process.exit(code ?? 1));`;
+    const parent = spawn(node, ['-e', script], { cwd: REPO, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    note([parent.pid!]);
+    let out = '';
+    parent.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    parent.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    return { parent, output: () => out };
+  }
+
+  it('leaves nothing running — DynamoDB Local, the agent, workerd, the engines — and the next start starts', async () => {
+    const base = await freeBase();
+    const first = launchUnderParent({ SVCD_PORT: String(base) });
+    await waitFor('the stack to be ready', () => /svc-cloud ready at/.test(first.output()), 90_000);
+    const url = /svc-cloud ready at (\S+)/.exec(first.output())![1]!;
+    await tenant(url);
+    const tree = note(descendants(first.parent.pid!));
+    const commands = tree.map(cmdline);
+    for (const part of ['infra/local/start.ts', 'java ', 'host-agent/main.ts', 'workerd serve', 'engine/main.ts serve']) {
+      expect(commands.some((c) => c.includes(part)), part).toBe(true);
+    }
+    first.parent.kill('SIGKILL');
+    expect(await survivors(tree, 20_000)).toEqual([]);
+    expect(first.output()).toContain('is gone, stopping');
+    // The directory and the ports are free again: the next start starts.
+    const again = await start(dir.dir, { SVCD_PORT: String(base) });
+    expect(again.url).toBe(url);
+    const rest = note(descendants(again.child.pid!));
+    process.kill(-again.child.pid!, 'SIGTERM');
+    expect(await again.exited).toBe(0);
+    expect(await survivors(rest, 5_000)).toEqual([]);
+  }, 180_000);
+});
