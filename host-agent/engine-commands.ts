@@ -11,6 +11,7 @@
  * answered where the agent answers the whole document, as head and restore do).
  */
 import { z } from 'zod';
+import { snapshotBackupSchema, snapshotLineageSchema } from '../shared/schemas/snapshots.ts';
 
 /** One engine command of the contract. */
 export interface EngineCommand<Args, Result> {
@@ -45,27 +46,16 @@ export const initCommand = command(
 export const statusCommand = command(
   'status',
   (a: { dataDir: string }) => ['--data-dir', a.dataDir, '--json'],
-  z.looseObject({
-    catalog_version: z.int(),
-    directory_lineage: z.string(),
-    logical_time_micros: z.int(),
-    root_digest: z.string(),
-    visible_csn: z.int(),
-  }),
+  // The fields a snapshot records as its `lineage` (the interface contract "Snapshot").
+  z.looseObject(snapshotLineageSchema.shape),
 );
 
 /** `backup --data-dir D --out B --json`: a verified backup of a data directory. */
 export const backupCommand = command(
   'backup',
   (a: { dataDir: string; out: string }) => ['--data-dir', a.dataDir, '--out', a.out, '--json'],
-  z.looseObject({
-    backup_path: z.string(),
-    checkpoint_digest: z.string(),
-    file_count: z.int(),
-    total_bytes: z.int(),
-    status: z.enum(['created', 'verified']),
-    visible_csn: z.int(),
-  }),
+  // The fields a snapshot records as its `backup` (the interface contract "Snapshot").
+  z.looseObject(snapshotBackupSchema.shape),
 );
 
 /** `restore --backup B --target T --json`: a backup restored into a fresh directory. */
