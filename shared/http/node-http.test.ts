@@ -134,3 +134,31 @@ describe('reasonPhrase', () => {
     expect(reasonPhrase('not UTF-8 \ufffd')).toBeUndefined();
   });
 });
+
+describe('request lines (RFC 9112 §3.2)', () => {
+  const answer = async (bytes: string) => {
+    const text = await exchange(bytes);
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    return { status: Number(head.slice(9, 12)), head: head.toLowerCase(), code: (JSON.parse(body) as { error: { code: string } }).error.code };
+  };
+
+  it('answers a method the service does not use, known to node or not, and CONNECT with 501 and the envelope', async () => {
+    for (const line of ['M-SEARCH * HTTP/1.1', 'M-SEARCH /x HTTP/1.1', 'LINK /x HTTP/1.1', 'FROB /x HTTP/1.1', 'CONNECT example.test:443 HTTP/1.1']) {
+      const a = await answer(`${line}\r\nHost: x\r\n\r\n`);
+      expect(a.status, line).toBe(501);
+      expect(a.code, line).toBe('not_implemented');
+      expect(a.head, line).toContain('x-request-id: req_');
+      expect(a.head, line).toContain('content-type: application/json');
+    }
+    expect(seen.some((s) => s.method !== 'GET' && s.method !== 'HEAD' && s.method !== 'POST')).toBe(false);
+  });
+
+  it('answers HTTP/1.1 without Host, or any request with two, with 400 and the envelope; HTTP/1.0 needs none', async () => {
+    const missing = await answer('GET /ignores-body HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(missing).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(missing.head).toContain('x-request-id: req_');
+    const twice = await answer('GET /ignores-body HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n');
+    expect(twice).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(await exchange('GET /ignores-body HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
