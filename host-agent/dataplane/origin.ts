@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Log } from '../../shared/log.ts';
 import { createRelay, type RelayTargets } from '../../shared/http/relay.ts';
 import type { CorsPolicy } from '../../shared/http/cors.ts';
+import { functions, matchRoute, realtime, type RouteDecl } from '../../shared/api/index.ts';
 
 /** A public route the agent serves itself: false when it does not take the request; `elsewhere` relays it. */
 export type PublicRoute = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, elsewhere: () => void) => boolean;
@@ -32,14 +33,16 @@ export interface Origin {
 }
 
 /**
- * The routes the agent may serve itself at the origin, by method and path (docs/realtime.md
- * "Through the base URL, locally"; docs/functions.md "The path through the service").
+ * The declared routes the agent may serve itself at the origin (shared/api/; docs/realtime.md
+ * "Through the base URL, locally"; docs/functions.md "The path through the service"): realtime
+ * subscribe and publish, and the invocations.
  */
-const AGENT_ROUTES = /^(?:GET \/v0\/projects\/[^/?]+\/realtime\/subscribe|POST \/v0\/projects\/[^/?]+\/realtime\/publish|[A-Z]+ \/v0\/projects\/[^/?]+\/functions\/[^/?]+\/invoke(?:\/[^?]*)?)(?:\?|$)/;
+const AGENT_SERVED: ReadonlySet<RouteDecl> = new Set<RouteDecl>([realtime.subscribe, realtime.publish, ...functions.invoke]);
 
-/** True when the agent may serve `method path` itself (`path` with its query). */
+/** True when the agent may serve `method path` itself (`path` with its query): its declaration is one of those. */
 export function servedAtOrigin(method: string, path: string): boolean {
-  return AGENT_ROUTES.test(`${method} ${path}`);
+  const match = matchRoute(method, path.split('?', 1)[0]!);
+  return match !== undefined && AGENT_SERVED.has(match.route);
 }
 
 /** Creates the origin's handling of every request but `/v2`. */

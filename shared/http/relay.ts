@@ -25,6 +25,7 @@
  * (infra/local/front-proxy.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isLongLived as longLivedRoute, matchRoute } from '../api/index.ts';
 import { Client, Pool, type Dispatcher } from 'undici';
 import { ServiceError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
@@ -77,8 +78,6 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 /** Failures of a connection that was reset or closed under a request (a stale pooled connection). */
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
-/** The routes production serves on its Node workers: event streams, object bytes and function invocations (docs/deploy.md). */
-const LONG_LIVED = /^\/v0\/projects\/[^/?]+\/(?:realtime\/subscribe(?:\?|$)|storage\/objects\/[^/?]+\/|functions\/[^/?]+\/invoke(?:[/?]|$))/;
 
 /** Which agent's metrics `path` asks for (0-based): `/metrics` the first, `/metrics/<n>` the n-th; null for any other path. */
 export function metricsTarget(path: string): number | null {
@@ -92,9 +91,14 @@ export function isDataPlane(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/') || path.startsWith('/v2?');
 }
 
-/** True for a request that may hold its connection for long: an event stream or object bytes. */
+/**
+ * True for a request that may hold its connection for long: its declaration's bodies are bytes or
+ * streams, or its answer an event stream (shared/api/ `isLongLived`: the routes production serves on
+ * its Node workers, docs/deploy.md).
+ */
 export function isLongLived(method: string, path: string): boolean {
-  return (method === 'GET' || method === 'HEAD' || method === 'PUT') && LONG_LIVED.test(path);
+  const match = matchRoute(method, path.split('?', 1)[0]!);
+  return match !== undefined && longLivedRoute(match.route);
 }
 
 /** The request's body as undici reads it, noting when its first chunk was pulled (from then on it cannot go elsewhere). */
