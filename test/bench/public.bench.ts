@@ -144,7 +144,9 @@ async function startStack(dir: string): Promise<{ child: ChildProcess; url: stri
       if (child.exitCode !== null) reject(new Error(`stack exited ${child.exitCode}: ${out}`));
     }, 50);
   });
-  // The agent's own /v2 listener, from its ready line (an arm of its own: what the hand-over costs).
+  // The agent's own /v2 listener, from the stack's line about it, which may follow the banner by a
+  // moment (an arm of its own: what the origin costs beside it).
+  for (let i = 0; i < 100 && !/\/v2 at http/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
   const dataplaneUrl = /\/v2 at (http:\/\/[^,)\s]+)/.exec(out)?.[1];
   if (!dataplaneUrl) {
     child.kill('SIGTERM');
