@@ -1,9 +1,15 @@
-/** What a project's deletion removes on the agent's machine, and how a failed finish is retried (docs/lifecycle.md "Deleting a project"). */
+/**
+ * What a project's deletion removes on the agent's machine, that a caller gone before the commit
+ * point leaves the project whole, and how a failed finish is retried (docs/lifecycle.md "Deleting a
+ * project").
+ */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../test/helpers/env.ts';
-import { finishInBackground, projectPaths } from './delete.ts';
+import type { Db } from '../../shared/db/client.ts';
+import type { ProjectRecord } from '../../shared/db/projects.ts';
+import { finishInBackground, markDeleting, projectPaths, type DeletionDeps } from './delete.ts';
 import { layoutOf } from './layout.ts';
 
 const P = 'prj_00000000000000aa';
@@ -28,6 +34,21 @@ describe('projectPaths', () => {
     } finally {
       root.cleanup();
     }
+  });
+});
+
+describe('markDeleting', () => {
+  it('commits nothing once its caller has gone: 503, and not a write to the table', async () => {
+    const send = vi.fn(async () => ({}));
+    const deps = { db: { doc: { send }, table: 't' } as unknown as Db, settings: { SVCD_DELETED_RECEIPTS_RETENTION_DAYS: 30 }, now: () => 0, log: () => {} } as unknown as DeletionDeps;
+    const at = new Date(0).toISOString();
+    const project: ProjectRecord = { id: P, name: 'p', state: 'sleeping', created_at: at, updated_at: at, owner: 'acct_0000000000000000', agent_id: 'agt_0000000000000000' };
+    const gone = new AbortController();
+    gone.abort();
+    await expect(markDeleting(deps, project, { actor: project.owner, requestId: 'req_0000000000000001', signal: gone.signal }, 'sleeping')).rejects.toMatchObject({
+      code: 'orchestrator_unavailable',
+    });
+    expect(send).not.toHaveBeenCalled();
   });
 });
 
