@@ -2,6 +2,7 @@
  * `/v2/sql` answers as result sets in the shape users of @libsql/client know (docs/sdk.md "Data
  * plane"), and statement arguments as the engine takes them (docs/engine.md "POST /v2/sql").
  */
+import { toBase64 } from '../shared/base64.ts';
 
 /** A value as the engine answers it: integers beyond 2^53 and BLOBs (base64) arrive as strings. */
 export type Value = null | string | number;
@@ -131,17 +132,7 @@ function wireValue(v: InValue, where: string): unknown {
   }
   // Dates as milliseconds since the epoch, as @libsql/client sends them.
   if (v instanceof Date) return v.getTime();
-  if (v instanceof Uint8Array) return { base64: base64Of(v) };
-  if (v instanceof ArrayBuffer) return { base64: base64Of(new Uint8Array(v)) };
+  if (v instanceof Uint8Array) return { base64: toBase64(v) };
+  if (v instanceof ArrayBuffer) return { base64: toBase64(new Uint8Array(v)) };
   throw new TypeError(`${where}: cannot be sent (${v === undefined ? 'undefined' : typeof v})`);
-}
-
-/** Standard base64 of `bytes` (btoa works in browsers and Node ≥ 16). */
-export function base64Of(bytes: Uint8Array): string {
-  let out = '';
-  const step = 0x8000;
-  for (let i = 0; i < bytes.byteLength; i += step) {
-    out += String.fromCharCode(...bytes.subarray(i, i + step));
-  }
-  return btoa(out);
 }
