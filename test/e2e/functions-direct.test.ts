@@ -1,10 +1,10 @@
 /**
- * Invocations with a project key through the local stack's base URL are served by the host agent on
- * the connection the front hands it (docs/functions.md "The path through the service"), with the
+ * Invocations with a project key through the local stack's base URL are served by the host agent,
+ * whose public listener is the stack's origin (docs/functions.md "The path through the service"; docs/local-stack.md "One origin"), with the
  * public route's rules — the key of this very project (another project's 403, a revoked one 401 on
  * the very next call), the function's name — and its answer as the client gets it from the handlers:
- * the service's request id, CORS, the function's own Content-Encoding and a HEAD's length. The front
- * never sees those requests; an owner's session still goes through it. Needs dist/worker.js
+ * the service's request id, CORS, the function's own Content-Encoding and a HEAD's length. They are
+ * never relayed to the handlers; an owner's session still is. Needs dist/worker.js
  * (`npm test` builds it first).
  */
 import { gunzipSync } from 'node:zlib';
@@ -42,7 +42,8 @@ export default {
 };`;
 
 beforeAll(async () => {
-  stack = await startSuiteStack(dir.dir, {}, (line) => logged.push(line));
+  // The origin logs each request it relays at level debug, in the agent's log.
+  stack = await startSuiteStack(dir.dir, { SVCD_LOG_LEVEL: 'debug' }, (line) => logged.push(line));
   token = (await call('POST', '/v0/signup', undefined, {})).token;
   project = (await call('POST', '/v0/projects', token, { name: 'fn-direct' })).id;
   const other = (await call('POST', '/v0/projects', token, { name: 'fn-other' })).id;
@@ -56,7 +57,7 @@ afterAll(async () => {
   dir.cleanup();
 });
 
-/** One request on a connection of its own, so it is handed over by its own first line. */
+/** One request on a connection of its own. */
 async function fresh(method: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   const pool = new Pool(stack.url, { connections: 1 });
   try {
@@ -68,9 +69,16 @@ async function fresh(method: string, path: string, headers: Record<string, strin
 }
 
 const invokePath = (rest = '') => `/v0/projects/${project}/functions/direct/invoke${rest}`;
-const frontSaw = (rest: string) => logged.filter((l) => l.includes(`/v0/projects/${project}/functions/direct/invoke${rest}`));
+/** The origin's lines for the requests it relayed to the handlers (the agent's pino JSON lines). */
+const frontSaw = (rest: string) =>
+  stack
+    .agentLog()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => String((JSON.parse(l) as { msg?: unknown }).msg))
+    .filter((m) => m.startsWith('origin: ') && m.includes(`/v0/projects/${project}/functions/direct/invoke${rest}`));
 
-it('serves an invocation with a project key on the agent, the front never seeing it, with the service request id and CORS', async () => {
+it('serves an invocation with a project key on the agent, never relaying it, with the service request id and CORS', async () => {
   const r = await fresh('POST', invokePath('/a'), { authorization: `Bearer ${key}`, origin: 'http://page.test', 'content-type': 'text/plain', 'content-length': '2' });
   expect(r.status).toBe(200);
   expect(JSON.parse(r.body.toString())).toEqual({ method: 'POST', path: '/a', auth: null });
@@ -108,13 +116,13 @@ it("answers 404 for an unknown function and 400 for a name that cannot be one, a
   expect((await fresh('GET', `/v0/projects/${project}/functions/NOPE!/invoke`, { authorization: `Bearer ${key}` })).status).toBe(400);
 });
 
-it("sends an owner's session back to the front, whose handlers serve it as before", async () => {
+it("relays an owner's session to the handlers, which serve it as before", async () => {
   const r = await fresh('GET', invokePath('/session'), { authorization: `Bearer ${token}` });
   expect(r.status).toBe(200);
   expect(JSON.parse(r.body.toString())).toMatchObject({ method: 'GET', path: '/session' });
-  // The front logs a request once its answer has gone, which may be just after the client read it.
+  // The origin logs a request once its answer has gone, which may be just after the client read it.
   for (let i = 0; i < 100 && frontSaw('/session').length === 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(frontSaw('/session').length).toBeGreaterThan(0);
-  // By now the front would have logged the key's invocations too, had it relayed them.
+  // By now the origin would have logged the key's invocations too, had it relayed them.
   expect(frontSaw('/a')).toEqual([]);
 });
