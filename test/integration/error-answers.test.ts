@@ -15,6 +15,7 @@ import type { AgentContext } from '../../host-agent/context.ts';
 import type { KeyCache } from '../../host-agent/dataplane/key-cache.ts';
 import { startDataplane, type Dataplane } from '../../host-agent/dataplane/server.ts';
 import { createInternalApi } from '../../host-agent/internal-api.ts';
+import { InternalTokens } from '../../host-agent/internal-auth.ts';
 import { attachSubscribeStream } from '../../host-agent/routes/realtime.ts';
 import { startFront, type Front } from '../../infra/local/front-proxy.ts';
 import { ConfigError } from '../../shared/config.ts';
@@ -162,7 +163,7 @@ describe('the /v2 listener', () => {
   it('renders a missing key, a session token, an unknown path, a target that is not a path and a malformed request', async () => {
     expectRendered(await get(plane.url, '/v2/sql'), 'authentication_required');
     expectRendered(await get(plane.url, '/v2/sql', { authorization: 'Bearer not-a-key' }), 'authentication_required');
-    expectRendered(await get(plane.url, '/v0/health'), 'not_found');
+    expectRendered(await get(plane.url, '/v1/nothing-here'), 'not_found');
     expectRendered(await raw(plane.url, notAPath), 'invalid_request');
     expectRendered(await raw(plane.url, badLength.replace('/v0/health', '/v2/sql')), 'invalid_request');
   });
@@ -171,7 +172,8 @@ describe('the /v2 listener', () => {
 describe("the agent's internal API and its subscribe stream", () => {
   let url: string;
   beforeAll(async () => {
-    const ctx = { settings: { SVCD_INTERNAL_SECRET: 'x'.repeat(64) }, log: quiet } as unknown as AgentContext;
+    const secret = 'x'.repeat(64);
+    const ctx = { settings: { SVCD_INTERNAL_SECRET: secret }, log: quiet, internalTokens: new InternalTokens(secret) } as unknown as AgentContext;
     const api = createInternalApi(ctx, []);
     const server: Server = createServer(SERVER_OPTIONS, (req: IncomingMessage, res: ServerResponse) => {
       void api(new Request(`http://agent.test${req.url}`, { method: req.method, headers: req.headers as Record<string, string> }))
