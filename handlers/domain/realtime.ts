@@ -64,11 +64,6 @@ export function admitSubscriber(deps: Deps, input: Parameters<typeof access.admi
   return access.admitSubscriber(accessOf(deps), input);
 }
 
-/** Who publishes: the owner's session only, then the project it owns (shared/realtime/access.ts). */
-export function authorizePublisher(deps: Deps, input: { token: string; projectIdParam: string | undefined }): Promise<ProjectRecord> {
-  return access.authorizePublisher(accessOf(deps), input);
-}
-
 /** Opens the agent's event stream for `channels` (at least one, at most 32); ends when `signal` aborts. */
 export async function subscribe(
   deps: Deps,
@@ -118,11 +113,3 @@ export async function issueTicket(deps: Deps, input: { subscriber: Subscriber; c
   };
 }
 
-/**
- * The subscriber a ticket stands for, redeeming it once (shared/realtime/access.ts): 401 for a
- * malformed, unknown, used or expired ticket or one whose key was revoked, 403 for another project's
- * or channels, left unused.
- */
-export function redeemSubscriberTicket(deps: Deps, input: { ticket: string; projectIdParam: string | undefined; channels: string[] }): Promise<Subscriber> {
-  return access.redeemSubscriberTicket(accessOf(deps), input);
-}

@@ -12,11 +12,10 @@
  */
 import { realtime } from '../../shared/api/index.ts';
 import { parseBearer } from '../../shared/auth.ts';
-import { errors } from '../../shared/errors.ts';
-import { refuseUrlCredentials, SSE_HEADERS } from '../../shared/realtime.ts';
+import { SSE_HEADERS } from '../../shared/realtime.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Ctx } from '../context.ts';
-import { authorizeSubscriber, issueTicket, publish, redeemSubscriberTicket, subscribe, type Subscriber } from '../domain/realtime.ts';
+import { admitSubscriber, authorizeSubscriber, issueTicket, publish, subscribe, type Subscriber } from '../domain/realtime.ts';
 import { json } from '../http.ts';
 import { implement, type Inputs, type Routed } from '../implement.ts';
 
@@ -24,17 +23,20 @@ import { implement, type Inputs, type Routed } from '../implement.ts';
 const subscriber = (request: Routed, ctx: Ctx) => authorizeSubscriber(ctx.deps, { token: parseBearer(request.headers), projectIdParam: request.params.id });
 
 /**
- * Who subscribes: with a ticket in the query (a browser), the ticket is the credential, and the
- * query is checked before it is redeemed, so a malformed request does not use it up; else the
- * `Authorization` header's.
+ * Who subscribes, judged in the public route's one order (shared/realtime/access.ts
+ * `admitSubscriber`, which the agent serving the origin follows too): no credential in the URL;
+ * a ticket in the query (a browser), checked with the query before it is redeemed, never beside an
+ * `Authorization` header; else the `Authorization` header's.
  */
 async function subscribeCaller(request: Routed, ctx: Ctx, inputs: Inputs<typeof realtime.subscribe>): Promise<Subscriber> {
-  refuseUrlCredentials(inputs.url);
-  if (!inputs.url.searchParams.has('ticket')) return subscriber(request, ctx);
-  if (request.headers.has('authorization')) throw errors.invalid('ticket: give either a ticket or an Authorization header, not both');
-  const query = inputs.query();
-  await inputs.body();
-  return redeemSubscriberTicket(ctx.deps, { ticket: query.ticket ?? '', projectIdParam: request.params.id, channels: query.channel });
+  const { subscriber } = await admitSubscriber(ctx.deps, {
+    url: inputs.url,
+    projectIdParam: request.params.id,
+    hasAuthorization: request.headers.has('authorization'),
+    token: () => parseBearer(request.headers),
+    refuseBody: async () => void (await inputs.body()),
+  });
+  return subscriber;
 }
 
 export const implementations = [

@@ -77,16 +77,6 @@ export function sessionKeys(accountId: string, sessionId: string): TableKey[] {
   return [keys.account(accountId), keys.sessionEnd(accountId, sessionId)];
 }
 
-/**
- * From items read with `sessionKeys`: the account of a session that still stands, or null — the
- * account is gone, the session was signed out, or the account's secret was rotated since it was
- * issued (its generation moved on).
- */
-export function standingAccountIn(items: ItemsRead, claims: { accountId: string; sessionId: string; generation: number }): AccountRecord | null {
-  const { account, ended } = sessionStandingIn(items, claims.accountId, claims.sessionId);
-  return account && !ended && account.session_generation === claims.generation ? account : null;
-}
-
 /** From items read with `sessionKeys`: the account (null when absent) and whether the session was ended. */
 export function sessionStandingIn(items: ItemsRead, accountId: string, sessionId: string): { account: AccountRecord | null; ended: boolean } {
   return { account: toAccount(items.get(keys.account(accountId))), ended: items.get(keys.sessionEnd(accountId, sessionId)) !== undefined };
