@@ -3,10 +3,7 @@
  * parameters, and the refusal of input a route does not take.
  */
 import { z } from 'zod';
-import type { Page } from '../shared/db/pagination.ts';
 import { errors } from '../shared/errors.ts';
-import type { Ctx } from './context.ts';
-import { pageOf, type AnsweredPage, type PageQuery } from './domain/pages.ts';
 import { queryOf } from '../shared/http/body.ts';
 
 /** The helpers both HTTP sides share (shared/http/body.ts), re-exported for the routes. */
@@ -42,12 +39,6 @@ export function noQuery(url: URL): void {
   queryOf(url, NO_QUERY);
 }
 
-/** Refuses any query parameter and any body: for routes whose only input is their path. */
-export async function noInput(request: Request): Promise<void> {
-  noQuery(new URL(request.url));
-  await noBody(request);
-}
-
 const NO_QUERY = z.strictObject({});
 
 /** The request's `Content-Length`, or null when it streams without one; a malformed one is 400. */
@@ -56,14 +47,4 @@ export function declaredLength(request: Request): number | null {
   if (raw === null) return null;
   if (!/^\d{1,16}$/.test(raw.trim())) throw errors.invalid('content-length: must be a non-negative integer');
   return Number(raw.trim());
-}
-
-/** One page of a list as answered: `pageOf` (handlers/domain/pages.ts) over the request's deps. */
-export function listPage<T>(
-  ctx: Ctx,
-  list: readonly string[],
-  query: PageQuery,
-  read: (limit: number, after: string | undefined) => Promise<Page<T>>,
-): Promise<AnsweredPage<T>> {
-  return pageOf(ctx.deps, list, query, read);
 }

@@ -134,8 +134,3 @@ export function refusesTrailingSlash(pathname: string): boolean {
 export function isLongLived(route: RouteDecl): boolean {
   return route.body.flow === 'bytes' || route.body.flow === 'stream' || route.answerFlow === 'bytes' || route.answerFlow === 'stream' || route.answerFlow === 'events';
 }
-
-/** Whether `method` is one a declaration uses (anything else is no route). */
-export function isDeclaredMethod(method: string): method is Method {
-  return ROUTES.some((r) => r.method === method);
-}

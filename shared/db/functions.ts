@@ -96,14 +96,6 @@ export async function getFunction(db: Db, projectId: string, name: string): Prom
   return out.Item ? headOf(out.Item) : null;
 }
 
-/** Reads one version of the current generation, or null. */
-export async function getVersion(db: Db, head: Pick<FunctionRecord, 'project' | 'name' | 'generation'>, version: number): Promise<FunctionVersionRecord | null> {
-  const out = await db.doc.send(
-    new GetCommand({ TableName: db.table, Key: keys.fnVersion(head.project, head.name, head.generation, version), ConsistentRead: true }),
-  );
-  return out.Item ? versionOf(out.Item) : null;
-}
-
 /**
  * Records `next` as the function's new version: version 1 of a new generation when the function
  * does not exist (`created`), else the current version + 1. Answers the head as written. 404 when
