@@ -10,7 +10,7 @@ import { answerKeepingConnection } from './answer-keeping.ts';
 import type { Readable } from 'node:stream';
 import type { buildConnector, Dispatcher } from 'undici';
 import { connectionTokens, isHopByHop } from './hop-by-hop.ts';
-import { closeAfterAnswer, reasonPhrase } from './node-http.ts';
+import { closeAfterAnswer, endAnswer, reasonPhrase } from './node-http.ts';
 
 /**
  * The request headers to send upstream, as undici's flat `[name, value, ...]` array built from the
@@ -169,8 +169,8 @@ function relayHandler(
     },
     onResponseEnd() {
       done.cleanup();
-      if (state.held !== null) res.end(state.held);
-      else res.end();
+      // An early answer ends once the rest of the body was dropped (closeAfterAnswer).
+      endAnswer(req, res, state.held ?? undefined);
       state.held = null;
       done.resolve();
     },

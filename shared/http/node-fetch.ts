@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
 import type { ListenerSource } from './held-listeners.ts';
-import { answerError, badTarget, closeAfterAnswer, discard, SERVER_OPTIONS, startServed, targetAuthority, type Served } from './node-http.ts';
+import { answerError, badTarget, closeAfterAnswer, discard, endAnswer, SERVER_OPTIONS, startServed, targetAuthority, type Served } from './node-http.ts';
 
 /**
  * `req`'s body as a web stream, with backpressure. Unlike `Readable.toWeb`, cancelling it does not
@@ -166,20 +166,20 @@ export async function writeWebResponse(response: Response, res: ServerResponse, 
   // The status text as given (a function's, relayed); an empty one (every Response made without
   // one, on Node) is node's standard phrase.
   res.writeHead(response.status, response.statusText === '' ? undefined : reasonPhrase(response.statusText), headers);
-  if (whole) {
-    res.end(whole);
-    return;
-  }
+  const end = (last?: Uint8Array): void => {
+    if (req) endAnswer(req, res, last);
+    else if (last === undefined) res.end();
+    else res.end(last);
+  };
+  if (whole) return end(whole);
   if (writer) {
     await writer(res);
-    res.end();
-    return;
+    return end();
   }
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  await pipeline(Readable.fromWeb(response.body as never), res);
+  if (!response.body) return end();
+  // Ended by `end`: an early answer ends once the rest of the body was dropped (closeAfterAnswer).
+  await pipeline(Readable.fromWeb(response.body as never), res, { end: false });
+  end();
 }
 
 /** Starts serving `handler` on host:port (port 0 picks a free one). */

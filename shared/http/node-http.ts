@@ -133,39 +133,64 @@ export const LINGER = { totalMs: 30_000, idleMs: 5_000 } as const;
 
 const LINGERING = Symbol('lingering');
 
+/** True when `req` was answered before its body arrived in full and the rest is still to come. */
+function lingering(req: IncomingMessage): boolean {
+  return (req as { [LINGERING]?: true })[LINGERING] === true && !req.complete;
+}
+
 /**
  * Makes `res` the last answer on its connection when `req`'s body has not been read in full
- * (`Connection: close`), and closes the connection the way RFC 9112 §9.6 asks: once the answer is
- * out, the write side is shut and the rest of the body is read and discarded until it ends, pauses
- * for `LINGER.idleMs` or `LINGER.totalMs` have passed, and only then is the socket closed. Closing
- * with request bytes unread would reset the connection, and the client could lose the answer; not
- * closing would leave the connection stuck behind a body nobody reads. Call it before the head is
- * written. No-op for a request whose body has arrived in full; an answer cut short (`res`
- * destroyed) still closes the socket at once.
+ * (`Connection: close`), to be ended with `endAnswer`, which closes the connection the way RFC 9112
+ * §9.6 asks: once the answer is out, the write side is shut and the rest of the body is read and
+ * discarded until it ends, pauses for `LINGER.idleMs` or `LINGER.totalMs` have passed, and only then
+ * is the connection closed. Closing with request bytes unread would reset the connection, and the
+ * client could lose the answer; not closing would leave the connection stuck behind a body nobody
+ * reads. An answer without a length is delimited by the close then (RFC 9112 §6.3), not chunked, so
+ * that shutting the write side ends it. Call it before the head is written. No-op for a request
+ * whose body has arrived in full.
  */
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   if (req.complete || (req as { [LINGERING]?: true })[LINGERING]) return;
   (req as { [LINGERING]?: true })[LINGERING] = true;
-  if (!res.headersSent) res.shouldKeepAlive = false;
-  const socket = req.socket;
-  if (!socket) return;
-  // node:http closes a connection whose last answer is out with socket.destroySoon(); this one
-  // lingers first. Used for this socket only, which is closed afterwards in any case.
-  socket.destroySoon = function lingerThenClose(this: Socket) {
-    if (this.writable) this.end();
-    const close = () => {
-      clearTimeout(deadline);
-      if (this.writableFinished) this.destroy();
-      else this.once('finish', () => this.destroy());
-    };
-    const deadline = setTimeout(() => this.destroy(), LINGER.totalMs);
-    deadline.unref();
-    this.setTimeout(LINGER.idleMs, () => this.destroy());
-    this.once('close', () => clearTimeout(deadline));
-    if (req.complete) return close();
-    req.once('end', close);
-    discard(req);
+  if (res.headersSent) return;
+  res.shouldKeepAlive = false;
+  res.removeHeader('transfer-encoding');
+}
+
+/**
+ * Ends `res`, `last` being its last bytes: at once, unless `closeAfterAnswer` made it the last answer
+ * on a connection whose request body is still arriving. Then its bytes are written and the write
+ * side shut behind them (the client sees the answer end), the rest of the body is read and dropped,
+ * and `res` is ended once it has been (or after `LINGER.totalMs`; a connection idle for
+ * `LINGER.idleMs` is closed): node:http closes the connection when its last answer ends, and with
+ * nothing left unread the close is clean.
+ */
+export function endAnswer(req: IncomingMessage, res: ServerResponse, last?: Uint8Array | string): void {
+  if (!lingering(req) || res.destroyed) {
+    if (last === undefined) res.end();
+    else res.end(last);
+    return;
+  }
+  const socket = res.socket;
+  if (last !== undefined) res.write(last);
+  else res.flushHeaders();
+  // Queued behind the answer's bytes; only when they are this connection's (not behind another answer).
+  if (socket && socket === req.socket) socket.end();
+  const finish = () => {
+    clearTimeout(deadline);
+    req.off('end', finish);
+    req.off('close', finish);
+    res.off('close', finish);
+    if (!res.writableEnded && !res.destroyed) res.end();
   };
+  const deadline = setTimeout(finish, LINGER.totalMs);
+  deadline.unref();
+  // A client that stops sending for `idleMs` is not waited for: its connection goes.
+  req.socket?.setTimeout(LINGER.idleMs, () => req.socket.destroy());
+  req.once('end', finish);
+  req.once('close', finish);
+  res.once('close', finish);
+  discard(req);
 }
 
 /**
@@ -192,7 +217,9 @@ export function answerError(req: IncomingMessage, res: ServerResponse, thrown: u
     return;
   }
   closeAfterAnswer(req, res);
-  writeError(res, thrown, requestId, log);
+  const { status, headers, body } = renderError(thrown, requestId, log);
+  res.writeHead(status, headers);
+  endAnswer(req, res, body);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,8 +254,7 @@ export function answerClientErrors(server: Server, log?: (line: string) => void)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     const code = err.code;
     if (code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable && !inFlight(socket)?.headersSent) {
-      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
-      socket.destroySoon();
+      socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n', () => socket.destroy());
       return;
     }
     if (!socket.writable || typeof code !== 'string' || !code.startsWith('HPE_')) {
@@ -272,8 +298,7 @@ function answerOnSocket(socket: Socket, refused: ServiceError, requestId: string
   const { status, headers, body } = renderError(refused, requestId);
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
   for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
-  socket.write(Buffer.concat([Buffer.from(`${head}connection: close\r\n\r\n`, 'latin1'), body]));
-  socket.destroySoon();
+  socket.end(Buffer.concat([Buffer.from(`${head}connection: close\r\n\r\n`, 'latin1'), body]), () => socket.destroy());
 }
 
 /** The response being written on `socket`, if a request is in flight there. */

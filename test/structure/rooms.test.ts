@@ -32,4 +32,20 @@ describe('no Node internals', () => {
     }
     expect(found).toEqual([]);
   });
+
+  it("nothing replaces a method of a Node socket, message or response (socket.destroySoon = …, res.write = …)", () => {
+    // Overriding in a subclass (`override destroy()`) is the public way; assigning to another object's method patches it.
+    const patched = /(?<!\bthis)\??\.(destroySoon|destroy|write|end|emit|read|push|setTimeout|writeHead|onread)\s*=(?!=)/;
+    // The text of a module that runs inside a function's workerd isolate and captures its process.stdout (no Node object).
+    const isolateText = (file: string, line: string) => file === 'host-agent/functions/supervisor.js' && /\bout\.write = \(chunk\)/.test(line);
+    const found: string[] = [];
+    for (const file of sourceFiles()) {
+      const text = readFileSync(join(REPO, file), 'utf8');
+      text.split('\n').forEach((line, i) => {
+        if (isolateText(file, line)) return;
+        if (patched.test(line.replace(/\/\/.*$|'[^']*'|"[^"]*"|`[^`]*`/g, ''))) found.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
+    }
+    expect(found).toEqual([]);
+  });
 });
