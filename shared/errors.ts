@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Log } from './log.ts';
+import { smallAnswerEncoding } from './http/encoding.ts';
 
 // The table itself lives in ./error-codes.ts, which imports nothing, so the SDK (client/) shares it
 // without the renderer's node:http types.
@@ -105,7 +106,8 @@ export function renderError(thrown: unknown, requestId: string, log: Log = (line
 /** Renders any thrown value as an error Response (`renderError`). */
 export function errorResponse(thrown: unknown, requestId: string, log?: Log): Response {
   const { status, headers, body } = renderError(thrown, requestId, log);
-  return new Response(body, { status, headers });
+  // Not compressed by an edge: the envelope is small (shared/http/encoding.ts).
+  return new Response(body, { status, headers: { ...headers, ...smallAnswerEncoding(body.byteLength) } });
 }
 
 /**

@@ -5,14 +5,15 @@
 import type { z } from 'zod';
 import { errors } from '../errors.ts';
 import { fieldName, parseOr400 } from '../validation.ts';
+import { smallAnswerEncoding } from './encoding.ts';
 
-/** A JSON response. */
+/** A JSON response; one under 1 KiB is not compressed (./encoding.ts). */
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   const bytes = encoder.encode(JSON.stringify(body));
   // Declared, so a Node listener writes it in one piece (shared/http/node-http.ts `writeWebResponse`).
   return new Response(bytes, {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.byteLength), ...headers },
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.byteLength), ...smallAnswerEncoding(bytes.byteLength), ...headers },
   });
 }
 

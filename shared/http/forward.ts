@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { answerKeepingConnection } from './answer-keeping.ts';
 import type { Readable } from 'node:stream';
 import type { buildConnector, Dispatcher } from 'undici';
+import { isIdentityCoding } from './encoding.ts';
 import { connectionTokens, isHopByHop } from './hop-by-hop.ts';
 import { closeAfterAnswer, endAnswer, reasonPhrase } from './node-http.ts';
 
@@ -59,14 +60,15 @@ const CLIENT_GONE = 'the client went away';
 
 /**
  * The answer's headers as node's flat `[name, value, ...]` list: hop-by-hop ones removed (with the
- * names a `Connection` header lists), repeated headers kept as repeated lines, `extra` appended.
+ * names a `Connection` header lists) and `Content-Encoding: identity` (the handlers' mark that kept
+ * an edge from compressing, ./encoding.ts), repeated headers kept as repeated lines, `extra` appended.
  */
 function answerHeaders(headers: IncomingHttpHeaders, extra: readonly string[] | undefined): string[] {
   const listed = connectionTokens(headers.connection);
   const out: string[] = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || isHopByHop(name, listed)) continue;
+    if (value === undefined || isHopByHop(name, listed) || isIdentityCoding(name, value)) continue;
     if (typeof value === 'string') out.push(name, value);
     else for (const v of value) out.push(name, v);
   }

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
+import { isIdentityCoding } from './encoding.ts';
 import type { ListenerSource } from './held-listeners.ts';
 import { answerError, badTarget, closeAfterAnswer, discard, endAnswer, SERVER_OPTIONS, startServed, targetAuthority, type Served } from './node-http.ts';
 
@@ -157,7 +158,8 @@ export async function writeWebResponse(response: Response, res: ServerResponse, 
   const whole = declared !== null && /^\d{1,5}$/.test(declared) && Number(declared) <= WHOLE_BODY_MAX ? new Uint8Array(await response.arrayBuffer()) : null;
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
-    if (name === 'set-cookie') return;
+    // `identity` only kept an edge from compressing (./encoding.ts): nothing to tell the client.
+    if (name === 'set-cookie' || isIdentityCoding(name, value)) return;
     headers[name] = value;
   });
   const cookies = response.headers.getSetCookie();
