@@ -15,7 +15,8 @@
  *      publish → receive is one clock and this process's CPU is not the receivers'.
  *   4. Storage: GET and PUT of 1 MiB and 32 MiB through `{base_url}` ÷ a bare node:http server in a
  *      process of its own streaming the same bytes from and to the same disk (PUT with fsync).
- *   5. Memory: peak RSS of the whole stack's process tree above idle during a 32 MiB upload (< 16 MiB).
+ *   5. Memory: peak RSS of the whole stack's process tree above idle during a 32 MiB upload (< 16 MiB),
+ *      and the agent's alone (at the origin it relays the bytes).
  *
  *   node_modules/.bin/node test/bench/public.bench.ts [subscribers=1000] [sections=v2,control,transports,realtime,storage]
  *
@@ -103,17 +104,20 @@ function startBareFileServer(dir: string): Promise<{ child: ChildProcess; url: s
     }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`);
 }
 
+/** The resident set of `pid` in bytes (0 once it is gone). */
+function processRss(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0; // gone between the listing and the read
+  }
+}
+
 /** Sum of the resident set of `pid` and every descendant, in bytes. */
 function treeRss(pid: number): number {
   let total = 0;
-  for (const p of [pid, ...descendantsOf(pid)]) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      // gone between the listing and the read
-    }
-  }
+  for (const p of [pid, ...descendantsOf(pid)]) total += processRss(p);
   return total;
 }
 
@@ -700,6 +704,9 @@ async function storage(base: string, token: string, projectId: string, stackPid:
   const auth = { authorization: `Bearer ${token}` };
   const b = await fetch(`${base}/v0/projects/${projectId}/storage/buckets/bench`, { method: 'PUT', headers: auth });
   if (b.status >= 300) throw new Error(`bucket: ${b.status}`);
+  // The agent alone too: at the origin it relays the objects' bytes to the handlers.
+  const agent = agentPid(stackPid);
+  const agentBefore = processRss(agent);
   const bare = await startBareFileServer(scratch);
   // The hops the bytes cross besides the store's own server (the front and workerd), as bare TCP relays.
   const relayA = await startRelay(new URL(bare.url));
@@ -742,13 +749,19 @@ async function storage(base: string, token: string, projectId: string, stackPid:
     const bytes = randomBytes(32 * MiB);
     await new Promise((r) => setTimeout(r, 1000));
     const idle = Math.min(treeRss(stackPid), treeRss(stackPid), treeRss(stackPid));
+    const agentIdle = processRss(agent);
     let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, treeRss(stackPid))), 5);
+    let agentPeak = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, treeRss(stackPid));
+      agentPeak = Math.max(agentPeak, processRss(agent));
+    }, 5);
     await timed(`${base}/v0/projects/${projectId}/storage/objects/bench/memory`, 'PUT', { ...auth, 'content-type': 'application/octet-stream' }, bytes);
     clearInterval(sampler);
     const above = (peak - idle) / MiB;
     console.log('\n5. Memory: the whole stack (supervisor, front, DynamoDB Local, agent, engine, miniflare/workerd)');
     console.log(`   idle ${(idle / MiB).toFixed(1)} MiB, peak during a 32 MiB upload ${(peak / MiB).toFixed(1)} MiB: ${above.toFixed(1)} MiB above idle (target < 16 MiB)   ${verdict(above < 16)}`);
+    console.log(`   the agent alone (origin and blob store): ${(agentBefore / MiB).toFixed(1)} MiB before this section, idle ${(agentIdle / MiB).toFixed(1)} MiB after its transfers, peak during the upload ${(agentPeak / MiB).toFixed(1)} MiB`);
   } finally {
     for (const child of [bare.child, relayA.child, relayed.child]) child.kill();
   }
