@@ -11,6 +11,7 @@ import { nodeTransport } from '../shared/db/transport-node.ts';
 import { buildDeps } from './deps.ts';
 import { createApp, type App } from './index.ts';
 import { fromBase64, toBase64 } from '../shared/base64.ts';
+import { isIdentityCoding } from '../shared/http/encoding.ts';
 
 /** The parts of an API Gateway v2 (HTTP API) event this entry reads. */
 export interface GatewayEvent {
@@ -55,7 +56,8 @@ export function eventToRequest(event: GatewayEvent): Request {
 export async function responseToResult(response: Response): Promise<GatewayResult> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
+    // `identity` only kept an edge from compressing a small answer (shared/http/encoding.ts): a gateway's client is told nothing by it.
+    if (name !== 'set-cookie' && !isIdentityCoding(name, value)) headers[name] = value;
   });
   const cookies = response.headers.getSetCookie();
   const bytes = new Uint8Array(await response.arrayBuffer());

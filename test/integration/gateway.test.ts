@@ -46,6 +46,14 @@ describe('gateway entry', () => {
     expect(r.statusCode).toBe(200);
   });
 
+  it('sends small answers without the mark that keeps an edge from compressing them', async () => {
+    for (const path of ['/v0/health', '/v0/nope']) {
+      const r = await handle(event('GET', path));
+      expect(r.body.length).toBeLessThan(1024);
+      expect(r.headers['content-encoding']).toBeUndefined();
+    }
+  });
+
   it('answers unknown routes with the 404 envelope', async () => {
     const r = await handle(event('GET', '/v0/nope'));
     expect(r.statusCode).toBe(404);
