@@ -4,14 +4,17 @@
  * status) pairs it observes (test/helpers/observed.ts), and when the run ends fails it with every
  * pair the document does not list.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildOpenApiDocument } from '../../shared/openapi/document.ts';
 import { readObserved, undocumented } from '../helpers/observed.ts';
 
 export default function setup(project: TestProject): () => void {
-  const dir = mkdtempSync(join(import.meta.dirname, '../../test-output/statuses-'));
+  // test-output/ is ignored by git: a fresh clone has none until a run makes it.
+  const parent = join(import.meta.dirname, '../../test-output');
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(join(parent, 'statuses-'));
   project.provide('statusesDir', dir);
   return () => {
     const observed = readObserved(dir);
