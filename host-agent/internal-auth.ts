@@ -6,9 +6,10 @@
  * check (about 0.1 ms, as much as a warm invocation's whole relay). Built once at the agent's start
  * and kept in the agent context.
  */
+import { LRUCache } from 'lru-cache';
 import { bearerToken, verifyInternalToken } from '../shared/auth.ts';
 
-/** Verified tokens remembered at most; past it, the expired go, then all. */
+/** Verified tokens remembered at most (the least recently used go first). */
 const VERIFIED_MAX = 1024;
 
 /** The agent's internal-token check. */
@@ -16,7 +17,7 @@ export class InternalTokens {
   readonly #secret: string;
   readonly #now: () => number;
   /** Verified tokens, each until its expiry (ms). */
-  readonly #verified = new Map<string, number>();
+  readonly #verified = new LRUCache<string, number>({ max: VERIFIED_MAX });
 
   /** `now`: the clock the tokens' expiries are read against (jose verifies against the real one). */
   constructor(internalSecret: string, now: () => number = Date.now) {
@@ -34,13 +35,7 @@ export class InternalTokens {
     if (until !== undefined && this.#now() < until) return;
     await verifyInternalToken(this.#secret, token);
     const exp = expiryOf(token);
-    if (exp === null) return;
-    if (this.#verified.size >= VERIFIED_MAX) {
-      const now = this.#now();
-      for (const [t, u] of this.#verified) if (u <= now) this.#verified.delete(t);
-      if (this.#verified.size >= VERIFIED_MAX) this.#verified.clear();
-    }
-    this.#verified.set(token, exp);
+    if (exp !== null) this.#verified.set(token, exp);
   }
 }
 

@@ -6,6 +6,7 @@
 import { SignJWT, jwtVerify } from 'jose';
 import { errors } from './errors.ts';
 import { randomHex } from './ids.ts';
+import { LRUCache } from 'lru-cache';
 
 const encoder = new TextEncoder();
 
@@ -143,9 +144,9 @@ export const VERIFIED_SESSION_TOKENS_MAX = 10_000;
  * Session tokens whose signature this process has verified, by secret, least recently used first.
  * A signature is a property of the exact token text under one secret and never changes, so a token
  * seen again is judged by its lifetime alone; whether its session still stands is never remembered
- * (handlers/domain/sessions.ts reads it on every request).
+ * (shared/sessions.ts reads it on every request).
  */
-const verifiedSessions = new Map<string, Map<string, SessionClaims>>();
+const verifiedSessions = new Map<string, LRUCache<string, SessionClaims>>();
 
 /** The session secret as an HMAC key, imported once per process (jose imports raw bytes on every call). */
 const sessionHmacKeys = new Map<string, Promise<CryptoKey>>();
@@ -163,22 +164,19 @@ function sessionKey(sessionSecret: string): Promise<CryptoKey> {
  * Verifies a session token's signature and lifetime and answers what it carries; any failure is
  * 401. This is only the half of the check a token can prove by itself: whether the session still
  * stands (not signed out, no rotation since) is judged against DynamoDB by
- * handlers/domain/sessions.ts, which every route goes through. A token verified before in this
+ * shared/sessions.ts, which every route goes through. A token verified before in this
  * process has only its lifetime checked again (`VERIFIED_SESSION_TOKENS_MAX` remembered).
  */
 export async function readSessionToken(sessionSecret: string, token: string, now: number = Date.now()): Promise<SessionClaims> {
   let verified = verifiedSessions.get(sessionSecret);
-  if (!verified) verifiedSessions.set(sessionSecret, (verified = new Map()));
+  if (!verified) verifiedSessions.set(sessionSecret, (verified = new LRUCache({ max: VERIFIED_SESSION_TOKENS_MAX })));
   const known = verified.get(token);
   if (known) {
-    verified.delete(token);
     // jose's rule: expired once the current second reaches `exp`.
     if (Math.floor(now / 1000) >= known.expiresAt) throw errors.unauthenticated('the session token is invalid or expired');
-    verified.set(token, known);
     return { ...known };
   }
   const claims = await verifySessionToken(sessionSecret, token, now);
-  if (verified.size >= VERIFIED_SESSION_TOKENS_MAX) verified.delete(verified.keys().next().value!);
   verified.set(token, claims);
   return { ...claims };
 }
