@@ -6,7 +6,7 @@
 import type { ProjectRecord } from '../../shared/db/projects.ts';
 import { internalPaths } from '../../shared/internal-paths.ts';
 import { verifyProjectKey } from '../../shared/project-keys.ts';
-import { payloadJson, subscriptionChannels } from '../../shared/realtime.ts';
+import { payloadJson, subscriptionChannels } from '../../shared/realtime/events.ts';
 import * as access from '../../shared/realtime/access.ts';
 import { ticketHash, type Subscriber } from '../../shared/realtime/access.ts';
 import type { Deps } from '../context.ts';

@@ -5,7 +5,7 @@
  * from the host agent unbuffered until the client leaves.
  */
 import { logs } from '../../shared/api/index.ts';
-import { SSE_HEADERS } from '../../shared/realtime.ts';
+import { SSE_HEADERS } from '../../shared/realtime/events.ts';
 import { LOGS_TAIL_DEFAULT } from '../../shared/schemas/logs.ts';
 import { requireProjectForAgent } from '../auth.ts';
 import { engineLogs } from '../domain/logs.ts';

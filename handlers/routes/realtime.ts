@@ -12,7 +12,7 @@
  */
 import { realtime } from '../../shared/api/index.ts';
 import { parseBearer } from '../../shared/auth.ts';
-import { SSE_HEADERS } from '../../shared/realtime.ts';
+import { SSE_HEADERS } from '../../shared/realtime/events.ts';
 import { requireOwnedProject } from '../auth.ts';
 import type { Ctx } from '../context.ts';
 import { admitSubscriber, authorizeSubscriber, issueTicket, publish, subscribe, type Subscriber } from '../domain/realtime.ts';

@@ -10,7 +10,7 @@
  * off with a final `event: overflow` and forgotten, so it can neither slow the others nor grow memory.
  */
 import { errors } from '../../shared/errors.ts';
-import { payloadJson, type RealtimeEvent, type SystemEvent } from '../../shared/realtime.ts';
+import { payloadJson, type RealtimeEvent, type SystemEvent } from '../../shared/realtime/events.ts';
 import { SYSTEM_CHANNEL } from '../../shared/schemas/realtime.ts';
 import { nowIso } from '../../shared/time.ts';
 import { commentFrame, eventFrame, type Framing } from './sse.ts';

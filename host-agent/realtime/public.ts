@@ -8,7 +8,7 @@
  * (shared/realtime/access.ts), with this agent's key cache for project keys (which the revocation
  * of a key reaches before `DELETE` answers; a stream opened with a key ends when it is revoked);
  * a publish's body is `publishRequestSchema`, at most `SVCD_JSON_MAX_BYTES`, its payload at most
- * 32 KiB (shared/realtime.ts), then the hub.
+ * 32 KiB (shared/realtime/events.ts), then the hub.
  *
  * A request for a project placed on another agent, or one this agent cannot judge without using
  * something up (a ticket of a project it does not know), is relayed to the handlers untouched,
@@ -22,7 +22,7 @@ import { corsAnswerHeaders, type CorsPolicy } from '../../shared/http/cors.ts';
 import { answerError, toWebRequest } from '../../shared/http/node-http.ts';
 import { newRequestId } from '../../shared/ids.ts';
 import type { Log } from '../../shared/log.ts';
-import { SSE_HEADERS, subscriptionChannels } from '../../shared/realtime.ts';
+import { SSE_HEADERS, subscriptionChannels } from '../../shared/realtime/events.ts';
 import { admitSubscriber, authorizePublisher, type RealtimeAccess } from '../../shared/realtime/access.ts';
 import { publishRequestSchema } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';

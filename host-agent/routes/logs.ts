@@ -12,7 +12,7 @@
 import { open, stat } from 'node:fs/promises';
 import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { json, pathParam } from '../../shared/http/body.ts';
-import { SSE_HEADERS } from '../../shared/realtime.ts';
+import { SSE_HEADERS } from '../../shared/realtime/events.ts';
 import { LOGS_TAIL_DEFAULT, logsQuerySchema, type LogsAnswer } from '../../shared/schemas/logs.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { parseOr400 } from '../../shared/validation.ts';

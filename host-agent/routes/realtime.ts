@@ -15,7 +15,7 @@ import { internalPathPattern, internalPaths, ROUTE_PARAMS } from '../../shared/i
 import { errors } from '../../shared/errors.ts';
 import { answerError } from '../../shared/http/node-http.ts';
 import { KEY_ID_PATTERN, newRequestId } from '../../shared/ids.ts';
-import { SSE_HEADERS, subscribeChannels } from '../../shared/realtime.ts';
+import { SSE_HEADERS, subscribeChannels } from '../../shared/realtime/events.ts';
 import { projectIdSchema } from '../../shared/schemas/projects.ts';
 import { publishRequestSchema } from '../../shared/schemas/realtime.ts';
 import type { AgentContext } from '../context.ts';

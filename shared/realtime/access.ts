@@ -21,7 +21,7 @@ import { getProject, type ProjectRecord } from '../db/projects.ts';
 import { redeemTicket } from '../db/realtime-tickets.ts';
 import { errors } from '../errors.ts';
 import { pathParam, queryOf } from '../http/body.ts';
-import { refuseUrlCredentials, subscriptionChannels, ticketRefusal } from '../realtime.ts';
+import { refuseUrlCredentials, subscriptionChannels, ticketRefusal } from './events.ts';
 import { projectIdSchema } from '../schemas/projects.ts';
 import { subscribeQuerySchema, TICKET_PATTERN } from '../schemas/realtime.ts';
 import { ownedProjectWith, sessionClaims } from '../sessions.ts';

@@ -4,10 +4,10 @@
  * stream's headers. The input schemas are in shared/schemas/realtime.ts. Web-standard only: the
  * handlers import it.
  */
-import type { TicketRefusal } from './db/realtime-tickets.ts';
-import { errors, type ServiceError } from './errors.ts';
-import { subscribeQuerySchema, TICKET_TTL_SECONDS, URL_CREDENTIAL_PARAMS } from './schemas/realtime.ts';
-import { parseOr400 } from './validation.ts';
+import type { TicketRefusal } from '../db/realtime-tickets.ts';
+import { errors, type ServiceError } from '../errors.ts';
+import { subscribeQuerySchema, TICKET_TTL_SECONDS, URL_CREDENTIAL_PARAMS } from '../schemas/realtime.ts';
+import { parseOr400 } from '../validation.ts';
 
 /** Payload limit: at most 32 KiB as JSON (UTF-8 bytes of its serialisation). */
 export const PAYLOAD_MAX_BYTES = 32 * 1024;

@@ -1,8 +1,8 @@
 /** The realtime contract checks: payload size in UTF-8 bytes of JSON, publish body, subscribe channels. */
 import { describe, expect, it } from 'vitest';
-import { ServiceError } from './errors.ts';
-import { payloadJson, subscribeChannels } from './realtime.ts';
-import { publishRequestSchema } from './schemas/realtime.ts';
+import { ServiceError } from '../errors.ts';
+import { payloadJson, subscribeChannels } from './events.ts';
+import { publishRequestSchema } from '../schemas/realtime.ts';
 
 function codeOf(fn: () => unknown): string | null {
   try {
