@@ -121,6 +121,7 @@ export const settingsSchema = z.object({
     .regex(/^[a-z0-9.:\[\]-]+:\d{1,5}(,[a-z0-9.:\[\]-]+:\d{1,5})*$/i, 'must be a comma-separated list of host:port')
     .optional(),
   SVCD_FUNCTION_IDLE_MS: int(1000, 3_600_000).default(60_000),
+  SVCD_FUNCTION_RECYCLE_MB: int(1, 1024 * 1024).optional(),
   SVCD_FUNCTION_START_TIMEOUT_MS: int(100, 600_000).default(10_000),
   SVCD_FUNCTION_LOG_MAX_BYTES: int(1024, 1024 ** 3).default(1024 * 1024),
 });

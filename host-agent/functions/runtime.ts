@@ -316,10 +316,11 @@ export class FunctionRuntime {
     return runtime;
   }
 
-  /** Whether `runtime` is recycled now: its resident memory is past its bound (./limits.ts `recycleBytes`). */
+  /** Whether `runtime` is recycled now: its resident memory is past its bound (`SVCD_FUNCTION_RECYCLE_MB`, else ./limits.ts `recycleBytes`). */
   #recycles(runtime: ProjectRuntime): boolean {
     const resident = runtime.residentBytes();
-    const bound = recycleBytes(runtime.memoryLimitBytes, runtime.memoryMb);
+    const setting = this.#deps.settings.SVCD_FUNCTION_RECYCLE_MB;
+    const bound = setting === undefined ? recycleBytes(runtime.memoryLimitBytes, runtime.memoryMb) : setting * 1024 * 1024;
     if (resident === null || resident <= bound) return false;
     const mib = (bytes: number) => Math.round(bytes / 1048576);
     this.#deps.log(`agent: functions: runtime ${runtime.id} (pid ${runtime.pid}) recycled: ${mib(resident)} MiB resident, past its bound of ${mib(bound)} MiB; a fresh one takes the next invocations`);

@@ -4,7 +4,8 @@
  * workerd processes in the OS sandbox, one per project and memory_mb, each function version an
  * isolate. A function that waits past its timeout (504, its runtime serving on) or loops past it
  * (504, its runtime killed, the invocations beside it 502, a fresh runtime for the next); one that
- * throws, returns a string, calls process.exit, fails to load or passes its memory limit (502);
+ * throws, returns a string, calls process.exit, fails to load or passes its memory limit (502); a
+ * runtime past its memory bound recycled;
  * concurrency flooded per function, per project and per agent (429 with Retry-After); a runtime that
  * cannot start (503, and its recovery; a binary that does not exist, named); what a runtime's
  * process is and can reach (its user, namespaces, root, cgroup, environment; files, processes,
@@ -511,6 +512,31 @@ describe('isolation', () => {
     expect(runtimeOf(p, 48).pid).toBe(small.pid);
     expect(cgroupMemoryLimit(small.workerd)).toBe(runtimeMemoryMb(48, 2, PROJECT_MEMORY_MB) * MiB);
     expect(runtimeMemoryMb(48, 2, PROJECT_MEMORY_MB)).toBeGreaterThan(runtimeMemoryMb(48, 1, PROJECT_MEMORY_MB));
+  });
+
+  it('a runtime past its memory bound is recycled: the next invocation starts a fresh runtime, the old one ends once drained', async () => {
+    // Any workerd holds more than 1 MiB: the bound is passed from the first invocation on.
+    const small = await startTestService({ SVCD_FUNCTION_WORKERD: join(workerdDir, 'workerd'), SVCD_FUNCTION_RECYCLE_MB: '1' });
+    try {
+      const client = new FunctionsClient((r) => small.app.fetch(r));
+      const { token: t } = await signup(small);
+      const p = await newProject(small, t);
+      await client.deployed(t, p, 'sleep', MODULES.sleep);
+      expect((await client.invoke(t, p, 'sleep')).status).toBe(200);
+      const first = runtimeOf(p, 128, small);
+      // Asked at most once a second per runtime (./limits.ts RECYCLE_CHECK_MS), when an invocation ends.
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await client.invoke(t, p, 'sleep')).status).toBe(200);
+      expect((state(small) as RuntimeState & { recycled?: number }).recycled).toBeGreaterThanOrEqual(1);
+      expect(small.logs.join('\n')).toMatch(/runtime \S+ \(pid \d+\) recycled: \d+ MiB resident, past its bound of 1 MiB/);
+      expect((await client.invoke(t, p, 'sleep')).status).toBe(200);
+      await until(() => !alive(first.workerd), 10_000);
+      const next = runtimesOf(state(small), p, 128);
+      expect(next.length).toBeGreaterThanOrEqual(1);
+      expect(next.every((r) => r.pid !== first.pid)).toBe(true);
+    } finally {
+      await small.stop();
+    }
   });
 
   it('SVCD_FUNCTION_SANDBOX=none warns at start, and runs isolates still: without the OS layer, never without their own limits', async () => {
