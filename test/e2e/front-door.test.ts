@@ -454,12 +454,21 @@ describe('the Node entry (production shape, docs/deploy.md)', () => {
 
 describe('the origin logs one line per request it relays', () => {
   it('method, path without query, status and duration; never the query nor the Authorization header', async () => {
+    // The agent serving the origin logs it (its level debug: SVCD_LOG_LEVEL above), as pino JSON lines;
+    // earlier tests logged GETs of the same path, so this one's is the line that comes after them.
+    const linesOfPath = () =>
+      stack
+        .agentLog()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => String((JSON.parse(l) as { msg?: unknown }).msg))
+        .filter((l) => l.startsWith(`origin: GET /v0/projects/${projects[0]} `));
+    const before = linesOfPath().length;
     const r = await fetch(`${stack.url}/v0/projects/${projects[0]}?ticket=s3cr3t-in-query`, { headers: { authorization: `Bearer ${token}` } });
     await r.arrayBuffer();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // The agent serving the origin logs it (its level debug: SVCD_LOG_LEVEL above), as pino JSON lines.
-    const lines = stack.agentLog().split('\n').filter((l) => l.startsWith('{')).map((l) => String((JSON.parse(l) as { msg?: unknown }).msg));
-    const line = lines.filter((l) => l.startsWith(`origin: GET /v0/projects/${projects[0]} `)).at(-1);
+    const deadline = Date.now() + 5_000;
+    while (linesOfPath().length === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const line = linesOfPath()[before];
     expect(line).toMatch(new RegExp(`^origin: GET /v0/projects/${projects[0]} ${r.status} \\d+\\.\\d ms$`));
     expect(stack.agentLog()).not.toContain('s3cr3t-in-query');
     expect(stack.agentLog()).not.toContain(token);
