@@ -69,7 +69,26 @@ function blobBucketResource(): Record<string, unknown> {
   };
 }
 
-/** The handlers function's role: its table and its bucket, nothing else. */
+/**
+ * What the handlers function may do to its table and bucket: exactly the actions its code sends
+ * (docs/deploy.md "Permissions"; infra/aws/iam.test.ts compares them with the source). A
+ * transaction has no action of its own: each of its items needs the action of its kind.
+ */
+export const FUNCTION_TABLE_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:BatchWriteItem',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+];
+export const FUNCTION_OBJECT_ACTIONS = ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'];
+/** On the bucket itself: without it S3 answers a read of a missing key 403, not 404. */
+export const FUNCTION_BUCKET_ACTIONS = ['s3:ListBucket'];
+
+/** The handlers function's role: its table, its index and its bucket, nothing else. */
 function functionRoleResource(): Record<string, unknown> {
   return {
     Type: 'AWS::IAM::Role',
@@ -85,16 +104,10 @@ function functionRoleResource(): Record<string, unknown> {
           PolicyDocument: {
             Version: '2012-10-17',
             Statement: [
-              {
-                Effect: 'Allow',
-                Action: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:TransactWriteItems', 'dynamodb:DescribeTable'],
-                Resource: [{ 'Fn::GetAtt': ['Table', 'Arn'] }, { 'Fn::Sub': '${Table.Arn}/index/*' }],
-              },
-              {
-                Effect: 'Allow',
-                Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
-                Resource: { 'Fn::Sub': '${BlobBucket.Arn}/*' },
-              },
+              { Effect: 'Allow', Action: FUNCTION_TABLE_ACTIONS, Resource: { 'Fn::GetAtt': ['Table', 'Arn'] } },
+              { Effect: 'Allow', Action: ['dynamodb:Query'], Resource: { 'Fn::Sub': '${Table.Arn}/index/*' } },
+              { Effect: 'Allow', Action: FUNCTION_OBJECT_ACTIONS, Resource: { 'Fn::Sub': '${BlobBucket.Arn}/*' } },
+              { Effect: 'Allow', Action: FUNCTION_BUCKET_ACTIONS, Resource: { 'Fn::GetAtt': ['BlobBucket', 'Arn'] } },
             ],
           },
         },
