@@ -27,6 +27,19 @@ describe('the permissions the code needs (docs/deploy.md "Permissions")', () => 
     expect(difference(needed, roleActions('FunctionRole'))).toEqual({ missing: [], unused: [] });
   });
 
+  it('table actions are on the table (queries also on its index), object actions on its objects, listing on the bucket', () => {
+    const statements = (generateTemplate() as any).Resources.FunctionRole.Properties.Policies[0].PolicyDocument.Statement as any[];
+    const where = (action: string) => statements.filter((s) => s.Action.includes(action)).map((s) => JSON.stringify(s.Resource));
+    for (const action of roleActions('FunctionRole')) {
+      const expected = action.startsWith('dynamodb:')
+        ? [JSON.stringify({ 'Fn::GetAtt': ['Table', 'Arn'] }), ...(action === 'dynamodb:Query' ? [JSON.stringify({ 'Fn::Sub': '${Table.Arn}/index/*' })] : [])]
+        : action === 's3:ListBucket'
+          ? [JSON.stringify({ 'Fn::GetAtt': ['BlobBucket', 'Arn'] })]
+          : [JSON.stringify({ 'Fn::Sub': '${BlobBucket.Arn}/*' })];
+      expect(where(action), action).toEqual(expected);
+    }
+  });
+
   it('no action is granted on the whole service or the whole account', () => {
     const t = generateTemplate() as any;
     for (const resource of Object.values(t.Resources) as any[]) {

@@ -97,7 +97,7 @@ function functionRoleResource(): Record<string, unknown> {
         Version: '2012-10-17',
         Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
       },
-      ManagedPolicyArns: ['arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+      ManagedPolicyArns: [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole' }],
       Policies: [
         {
           PolicyName: 'svc-data',
@@ -162,7 +162,7 @@ function apiResources(): Record<string, unknown> {
         Action: 'lambda:InvokeFunction',
         FunctionName: { Ref: 'Function' },
         Principal: 'apigateway.amazonaws.com',
-        SourceArn: { 'Fn::Sub': 'arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*' },
+        SourceArn: { 'Fn::Sub': 'arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*' },
       },
     },
   };
