@@ -7,6 +7,7 @@
  */
 import { functions } from '../../shared/api/index.ts';
 import { parseBearer } from '../../shared/auth.ts';
+import { readWithin } from '../../shared/blobs/limit.ts';
 import { errors, ServiceError } from '../../shared/errors.ts';
 import { FUNCTION_LOG_TAIL_DEFAULT, isModuleMediaType, MODULE_MEDIA_TYPES, settingsOf } from '../../shared/schemas/functions.ts';
 import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
@@ -38,18 +39,23 @@ export const implementations: Implementation[] = [
     if (!isModuleMediaType(request.headers.get('content-type'))) {
       throw errors.invalid(`content-type: must be ${MODULE_MEDIA_TYPES.join(' or ')} (the module's source as raw bytes)`);
     }
-    const length = declaredLength(request);
+    const declared = declaredLength(request);
     const maxBytes = ctx.deps.settings.SVCD_FUNCTION_MAX_BYTES;
+    const tooLarge = () => errors.tooLarge(`body: the module exceeds the limit of ${maxBytes} bytes (SVCD_FUNCTION_MAX_BYTES)`);
     // Refused before a byte is read (docs/functions.md "Deploy").
-    if (length !== null && length > maxBytes) throw errors.tooLarge(`body: the module exceeds the limit of ${maxBytes} bytes (SVCD_FUNCTION_MAX_BYTES)`);
+    if (declared !== null && declared > maxBytes) throw tooLarge();
+    // Without a length, the module is counted here and refused as soon as the count passes the
+    // limit, rather than by the agent once the client has ended the body; it is small enough to
+    // hold, and goes on with its exact length (shared/blobs/limit.ts `readWithin`).
+    const module = declared === null && request.body ? await readWithin(request.body, maxBytes, tooLarge) : null;
     const deployed = await deployFunction(ctx.deps, {
       ...caller,
       requestId: ctx.requestId,
       accountId: caller.project.owner,
       name: params.name,
       settings,
-      body: request.body,
-      length,
+      body: module ? new Blob([module]).stream() : request.body,
+      length: module ? module.byteLength : declared,
       origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
       signal: request.signal,
     });

@@ -10,6 +10,7 @@
 import type { AgentClient, AgentTarget } from '../agent-client.ts';
 import { ServiceError, errors } from '../errors.ts';
 import { internalPaths } from '../internal-paths.ts';
+import { countedBody } from './limit.ts';
 import type { BlobBytes, BlobPut, BlobStore, BlobWritten, ByteRange } from './store.ts';
 
 /** Internal path of one blob on the agent. */
@@ -47,22 +48,35 @@ export function agentBlobStore(agents: AgentClient, agent: AgentTarget, requestI
 
     async put(project: string, name: string, input: BlobPut): Promise<BlobWritten> {
       // The agent counts against the same limit and answers 413 itself, after removing its temp
-      // file: so the 413 reaches the client only once nothing is left. (Failing the stream here
-      // would instead cut the connection and leave the agent to clean up after the answer.)
+      // file. A body without a length is counted here too: the agent's 413 cannot overtake a
+      // request body that is still being sent to it (workerd's fetch answers once the body is
+      // sent), so the count failing here is what ends the upload at once; the agent then sees
+      // its body cut off and removes its temp file (docs/storage.md "Streaming and the byte limit").
       const headers: Record<string, string> = {
         'content-type': 'application/octet-stream',
         [INTERNAL_BLOB_HEADERS.maxBytes]: String(input.maxBytes),
       };
       if (input.length !== null) headers[INTERNAL_BLOB_HEADERS.length] = String(input.length);
+      const counted = input.length === null ? countedBody(input.body, input.maxBytes, input.signal) : null;
+      let written: BlobWritten;
       try {
-        return await agents.json<BlobWritten>(agent, 'PUT', internalBlobPath(project, name), {
+        written = await agents.json<BlobWritten>(agent, 'PUT', internalBlobPath(project, name), {
           ...base,
-          raw: { body: input.body, headers },
+          raw: { body: counted?.body ?? input.body, headers },
           signal: input.signal,
         });
       } catch (err) {
-        throw translate(err);
+        // The body's own failure (413, the client gone) is the one to answer, not the cut call.
+        throw counted?.failure() ?? translate(err);
       }
+      const failed = counted?.failure();
+      if (failed !== undefined) {
+        // workerd ends a chunked request body cleanly when its stream fails, so the agent may have
+        // stored the bytes before the failure as a whole blob: it is nobody's, remove it.
+        await this.delete(project, name).catch(() => {});
+        throw failed;
+      }
+      return written;
     },
 
     async get(project: string, name: string, range?: ByteRange, signal?: AbortSignal): Promise<BlobBytes | null> {

@@ -14,3 +14,70 @@ import { errors, type ServiceError } from '../errors.ts';
 export function tooLargeError(maxBytes: number): ServiceError {
   return errors.tooLarge(`body exceeds the object byte limit of ${maxBytes} bytes`);
 }
+
+/** A body being counted (`countedBody`). */
+export interface CountedBody {
+  /** The body as it passes the count: it fails once the limit is passed or the signal aborts. */
+  body: ReadableStream<Uint8Array>;
+  /** Bytes counted so far. */
+  size(): number;
+  /** The body's own failure (the 413, the abort's reason), if it failed. */
+  failure(): unknown;
+}
+
+/**
+ * `body` counted as it is read: past `maxBytes` it fails with `tooLarge()` (default the object
+ * limit's 413), and once `signal` aborts with the abort's reason, failing whoever reads it, and so
+ * the upload it feeds, at once rather than when the client ends the body (docs/storage.md
+ * "Streaming and the byte limit"). For bodies without a declared length only: a declared one is
+ * delimited by the HTTP layer, and a JavaScript stage costs workerd most of its throughput.
+ */
+export function countedBody(
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+  tooLarge: () => ServiceError = () => tooLargeError(maxBytes),
+): CountedBody {
+  let size = 0;
+  let failure: unknown;
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw (failure = tooLarge());
+      controller.enqueue(chunk);
+    },
+  });
+  signal?.addEventListener('abort', () => (failure ??= signal.reason), { once: true });
+  return { body: body.pipeThrough(counter, signal ? { signal } : {}), size: () => size, failure: () => failure };
+}
+
+/**
+ * A small body without a declared length, read whole, failing with `tooLarge()` as soon as the count
+ * passes `maxBytes` (the rest is left unread and the body cancelled): for bodies whose limit is small
+ * enough to hold (a function's module), so that what goes on is sent with its exact length. A
+ * stream that fails on the way is not a safe thing to forward: workerd ends a chunked request body
+ * cleanly when its stream fails, and the receiver would take the bytes before the failure as the
+ * whole body.
+ */
+export async function readWithin(body: ReadableStream<Uint8Array>, maxBytes: number, tooLarge: () => ServiceError): Promise<Uint8Array<ArrayBuffer>> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const whole = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return whole;
+}

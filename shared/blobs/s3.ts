@@ -23,7 +23,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import type { Settings } from '../config.ts';
 import { ServiceError, errors } from '../errors.ts';
-import { tooLargeError } from './limit.ts';
+import { countedBody, tooLargeError } from './limit.ts';
 import type { BlobBytes, BlobPut, BlobStore, BlobWritten, ByteRange } from './store.ts';
 
 /** The settings the `s3` backend reads. */
@@ -171,29 +171,6 @@ class S3BlobStore implements BlobStore {
       throw translate(err);
     }
   }
-}
-
-/**
- * `body` counted as it is read: past `maxBytes` it fails with 413, and once `signal` aborts with the
- * abort's reason, failing whoever reads it. `size()` is the count so far; `failure()` the body's own
- * failure, if it failed.
- */
-function countedBody(
-  body: ReadableStream<Uint8Array>,
-  maxBytes: number,
-  signal: AbortSignal | undefined,
-): { body: ReadableStream<Uint8Array>; size(): number; failure(): unknown } {
-  let size = 0;
-  let failure: unknown;
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      size += chunk.byteLength;
-      if (size > maxBytes) throw (failure = tooLargeError(maxBytes));
-      controller.enqueue(chunk);
-    },
-  });
-  signal?.addEventListener('abort', () => (failure ??= signal.reason), { once: true });
-  return { body: body.pipeThrough(counter, signal ? { signal } : {}), size: () => size, failure: () => failure };
 }
 
 /**
