@@ -31,6 +31,12 @@ export interface FsPutOptions {
    * Only a chunk that is a whole ArrayBuffer of its own is released.
    */
   ownsChunks?: boolean;
+  /**
+   * The request's end without an answer (the caller gone, its connection cut): the write fails at
+   * once and its temp file is removed. A body read from a paused socket may never fail by itself:
+   * node notices a peer gone only when it reads or writes (docs/storage.md "Nothing left behind").
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -38,15 +44,16 @@ export interface FsPutOptions {
  * durably. Answers the size and the SHA-256 hex; removes the temp file when it throws.
  */
 export async function writeBlobFile(root: string, tmp: string, target: string, body: ReadableStream<Uint8Array>, options: FsPutOptions): Promise<BlobWritten> {
-  const { maxBytes, length, ownsChunks = false } = options;
+  const { maxBytes, length, ownsChunks = false, signal } = options;
   if (length !== null && length > maxBytes) throw tooLargeError(maxBytes);
   const reader = body.getReader();
+  const aborted = abortOf(signal);
   let file: TempFile | undefined;
   try {
     file = new TempFile(await open(tmp, 'wx', 0o600), Math.max(1, Math.min(WRITE_BYTES, maxBytes + 1, length ?? WRITE_BYTES)));
     let size = 0;
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await (aborted ? Promise.race([reader.read(), aborted.promise]) : reader.read());
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) throw tooLargeError(maxBytes);
@@ -65,7 +72,23 @@ export async function writeBlobFile(root: string, tmp: string, target: string, b
     await file?.discard();
     await rm(tmp, { force: true });
     throw err;
+  } finally {
+    aborted?.dispose();
   }
+}
+
+/** A promise that rejects once `signal` aborts (never settles otherwise), and its release. */
+function abortOf(signal: AbortSignal | undefined): { promise: Promise<never>; dispose(): void } | null {
+  if (!signal) return null;
+  let dispose = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    const onAbort = () => reject(errors.invalid('body: the request ended before its body did'));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    dispose = () => signal.removeEventListener('abort', onAbort);
+  });
+  promise.catch(() => {});
+  return { promise, dispose: () => dispose() };
 }
 
 /**

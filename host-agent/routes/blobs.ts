@@ -31,8 +31,8 @@ export function register(router: InternalRouter): void {
     try {
       // The body comes from this agent's HTTP server (shared/http/node-http.ts), whose chunks are the
       // parser's own, which nothing else reads once handed over: the store may release each once
-      // it has copied it.
-      const written = await ctx.blobs.put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true });
+      // it has copied it. The request's signal ends the write when the caller goes.
+      const written = await ctx.blobs.put(request.params.project!, request.params.name!, body, { maxBytes, length, ownsChunks: true, signal: request.signal });
       ctx.metrics.blobWritten(written.size);
       return json(written, 201);
     } catch (err) {

@@ -59,6 +59,13 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
     stop();
     controller.error(err);
   });
+  // Destroyed without an error before its end (a body cut short, answered by answerClientErrors):
+  // the reader must fail, not wait for ever (docs/storage.md "Nothing left behind").
+  req.once('close', () => {
+    if (done) return;
+    stop();
+    controller.error(new Error('the request ended before its body did'));
+  });
   return stream;
 }
 
