@@ -10,9 +10,21 @@
  */
 import { errors, type ServiceError } from '../errors.ts';
 
-/** The 413 of a body over the object byte limit. */
+/**
+ * The 413 of a body over the object byte limit, saying what to do about it (docs/storage.md
+ * "Streaming and the byte limit"): one PUT carries at most the limit, so a larger file is the
+ * client's to split into several objects.
+ */
 export function tooLargeError(maxBytes: number): ServiceError {
-  return errors.tooLarge(`body exceeds the object byte limit of ${maxBytes} bytes`);
+  return errors.tooLarge(
+    `body exceeds the object byte limit of ${maxBytes} bytes (${mebibytes(maxBytes)}, SVCD_STORAGE_MAX_BYTES): ` +
+      `one PUT stores at most that many bytes; store a larger file as several objects of at most ${maxBytes} bytes each`,
+  );
+}
+
+/** `n` bytes in MiB (or bytes when under one), for a message. */
+function mebibytes(n: number): string {
+  return n >= 1024 * 1024 ? `${Math.round((n / (1024 * 1024)) * 10) / 10} MiB` : `${n} bytes`;
 }
 
 /** A body being counted (`countedBody`). */
@@ -27,7 +39,8 @@ export interface CountedBody {
 
 /**
  * `body` counted as it is read: past `maxBytes` it fails with `tooLarge()` (default the object
- * limit's 413), and once `signal` aborts with the abort's reason, failing whoever reads it, and so
+ * limit's 413), once `signal` aborts with the abort's reason, and when `body` itself fails (a
+ * request cut off), failing whoever reads it, and so
  * the upload it feeds, at once rather than when the client ends the body (docs/storage.md
  * "Streaming and the byte limit"). For bodies without a declared length only: a declared one is
  * delimited by the HTTP layer, and a JavaScript stage costs workerd most of its throughput.
@@ -48,7 +61,10 @@ export function countedBody(
     },
   });
   signal?.addEventListener('abort', () => (failure ??= signal.reason), { once: true });
-  return { body: body.pipeThrough(counter, signal ? { signal } : {}), size: () => size, failure: () => failure };
+  // The body failing (the client gone) is noted too: a reader that sees the stream end may not
+  // be told why (workerd ends the chunked request body it sends on cleanly).
+  body.pipeTo(counter.writable, signal ? { signal } : {}).catch(() => (failure ??= errors.invalid('body: the request ended before its body did')));
+  return { body: counter.readable, size: () => size, failure: () => failure };
 }
 
 /**

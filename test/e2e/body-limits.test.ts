@@ -117,4 +117,22 @@ describe.each(['fs', 's3'] as const)('a chunked body over the limit on the %s ba
     expect(got.closed).toBe(true);
     expect((await fetch(url, { headers: auth })).status).toBe(404);
   });
+
+  it.runIf(backend === 'fs')('a PUT cut off mid-body leaves no temp file', async () => {
+    const tmpDir = join(dir.dir, 'agent', 'blobs', '.tmp');
+    for (const chunked of [false, true]) {
+      const req = request(`${base}/objects/lim/cut-${chunked}`, {
+        method: 'PUT',
+        headers: { ...auth, ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(3 * MiB) }) },
+      });
+      req.on('error', () => {});
+      req.write(new Uint8Array(MiB));
+      // The bytes reach the agent's temp file, then the client goes.
+      await expect.poll(() => filesUnder(tmpDir).length, { timeout: 5000 }).toBe(1);
+      req.destroy();
+      await expect.poll(() => filesUnder(tmpDir), { timeout: 2000 }).toEqual([]);
+    }
+    const list = (await (await fetch(`${base}/objects?bucket=lim`, { headers: auth })).json()) as { objects: unknown[] };
+    expect(list.objects).toEqual([]);
+  });
 });

@@ -564,7 +564,10 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       const before = await blobsOf();
       const r = await send('PUT', objectUrl('limits', 'huge'), { body: zeros(33 * MiB), headers: { 'content-length': String(33 * MiB) } });
       expect(r.status).toBe(413);
-      expect(((await r.json()) as any).error.code).toBe('payload_too_large');
+      const { error } = (await r.json()) as any;
+      expect(error.code).toBe('payload_too_large');
+      // It says what to do: the limit, and that a larger file is stored as several objects.
+      expect(error.message).toMatch(/limit of 33554432 bytes \(32 MiB, SVCD_STORAGE_MAX_BYTES\).*several objects/);
       expect((await getBytes('limits', 'huge')).r.status).toBe(404);
       expect(await blobsOf()).toEqual(before);
     });
