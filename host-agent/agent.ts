@@ -37,7 +37,7 @@ import * as projectDeleteRoutes from './routes/project-delete.ts';
 import * as functionRoutes from './routes/functions.ts';
 import { moduleBlobStore } from './functions/modules.ts';
 import { FunctionRuntime } from './functions/runtime.ts';
-import { sweepLeftovers } from './sweep.ts';
+import { sweepBlobTempPeriodically, sweepLeftovers } from './sweep.ts';
 import { AgentMetrics, observeFunctionInvocation, startMetricsListener } from './metrics.ts';
 import type { Log } from '../shared/log.ts';
 import { within } from './tenants/processes.ts';
@@ -266,6 +266,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
   const sweeping = sweepLeftovers(ctx, started);
   const sweepingFunctions = ctx.functions.start();
+  const stopTempSweep = sweepBlobTempPeriodically(ctx);
   const { internal, dataplane, metrics } = await startListeners(ctx, options);
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
@@ -281,6 +282,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);
+        stopTempSweep();
         ctx.realtime.close();
         await Promise.all(servers.map((s) => s.close()));
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.

@@ -51,3 +51,22 @@ export function sweepLeftovers(ctx: AgentContext, startedAt: number): Promise<vo
     }
   })();
 }
+
+/** How often the temp files of the `fs` store are swept while the agent runs (docs/storage.md "Nothing left behind"). */
+export const BLOB_TEMP_SWEEP_MS = 60_000;
+/** How long a temp file no write holds is left before that sweep removes it. */
+export const BLOB_TEMP_IDLE_MS = 60_000;
+
+/**
+ * Sweeps the `fs` store's temp files every `BLOB_TEMP_SWEEP_MS` while the agent runs: those no
+ * write in flight holds and idle for `BLOB_TEMP_IDLE_MS` (a write that ended without removing its
+ * own, whatever the reason). Answers the function that stops it.
+ */
+export function sweepBlobTempPeriodically(ctx: AgentContext, everyMs = BLOB_TEMP_SWEEP_MS, idleMs = BLOB_TEMP_IDLE_MS): () => void {
+  const timer = setInterval(() => {
+    const removed = ctx.blobs.sweepIdleTemp(idleMs, Date.now()).map((name) => join('blobs', '.tmp', name));
+    if (removed.length > 0) logSweep(ctx.log, 'idle blob temp files', { removed, failed: [] });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

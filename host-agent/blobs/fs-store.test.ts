@@ -243,4 +243,24 @@ describe('fs blob store', () => {
     expect(sweepBlobTempFiles(join(tmp.dir, 'blobs'))).toEqual([`${name}.deadbeef`]);
     expect(readdirSync(tmpDir)).toEqual([]);
   });
+
+  it('while running, sweeps idle temp files no write holds, never those of a write in flight, and a cut-off write removes its own', async () => {
+    const tmpDir = join(tmp.dir, 'blobs', '.tmp');
+    writeFileSync(join(tmpDir, `${name}.deadbeef`), 'left by a write that ended');
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    const abort = new AbortController();
+    const writing = store.put(PRJ, name, new ReadableStream({ start: (c) => void (feed = c) }), { maxBytes: 1 << 20, length: null, signal: abort.signal });
+    feed.enqueue(bytes('first bytes'));
+    await expect.poll(() => readdirSync(tmpDir).length).toBe(2);
+    // Far in the future: every file is idle, but the write in flight keeps its own.
+    expect(store.sweepIdleTemp(60_000, Date.now() + 3_600_000)).toEqual([`${name}.deadbeef`]);
+    expect(readdirSync(tmpDir)).toHaveLength(1);
+    // A young file is left alone.
+    writeFileSync(join(tmpDir, `${name}.cafebabe`), 'just written');
+    expect(store.sweepIdleTemp(60_000, Date.now())).toEqual([]);
+    // The request ends before its body did: the write fails at once and removes its temp file.
+    abort.abort();
+    await expect(writing).rejects.toThrow(/ended before its body/);
+    expect(readdirSync(tmpDir)).toEqual([`${name}.cafebabe`]);
+  });
 });

@@ -7,11 +7,12 @@
  * - Writes stream into a temp file under `blobs/.tmp/` while the SHA-256 (the etag) is computed,
  *   then fsync, rename into place and fsync the directory: a blob is either complete and durable or
  *   absent (./fs-write.ts). The temp file is removed on any failure; temp files left by a crash are
- *   swept at the agent's start, before any write (`sweepBlobTempFiles`, host-agent/sweep.ts).
+ *   swept at the agent's start, before any write (`sweepBlobTempFiles`, host-agent/sweep.ts), and
+ *   while it runs, those no write of this store holds once they are idle (`sweepIdleTemp`).
  * - Blobs are never rewritten (each write has a fresh name); a read holds its file open, so a blob
  *   deleted after a catalog flip still finishes streaming to a reader that already had it (./fs-read.ts).
  */
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BLOB_NAME_PATTERN } from '../../shared/blobs/names.ts';
@@ -35,6 +36,11 @@ export interface FsBlobStore {
   open(project: string, name: string, range?: (size: number) => ByteRange | null): Promise<FsBlobRead | null>;
   /** Removes a blob; answers whether it existed. */
   delete(project: string, name: string): Promise<boolean>;
+  /**
+   * Removes the temp files no write of this store holds that were last written more than
+   * `minAgeMs` before `now`, and answers their names (docs/storage.md "Nothing left behind").
+   */
+  sweepIdleTemp(minAgeMs: number, now: number): string[];
 }
 
 /**
@@ -60,6 +66,8 @@ export function sweepBlobTempFiles(root: string): string[] {
 export function createFsBlobStore(root: string): FsBlobStore {
   const tmpDir = join(root, '.tmp');
   mkdirSync(tmpDir, { recursive: true });
+  // The temp files of the writes in flight: a sweep while the agent runs never touches them.
+  const writing = new Set<string>();
 
   function pathOf(project: string, name: string): string {
     if (!ID_PATTERNS.prj.test(project)) throw errors.invalid('project: must match ^prj_[0-9a-f]{16}$');
@@ -70,7 +78,16 @@ export function createFsBlobStore(root: string): FsBlobStore {
   return {
     root,
     pathOf,
-    put: async (project, name, body, options) => writeBlobFile(root, join(tmpDir, `${name}.${randomHex(8)}`), pathOf(project, name), body, options),
+    async put(project, name, body, options) {
+      const target = pathOf(project, name);
+      const tmpName = `${name}.${randomHex(8)}`;
+      writing.add(tmpName);
+      try {
+        return await writeBlobFile(root, join(tmpDir, tmpName), target, body, options);
+      } finally {
+        writing.delete(tmpName);
+      }
+    },
     open: async (project, name, range) => openBlobFile(pathOf(project, name), range),
     async delete(project, name) {
       try {
@@ -80,6 +97,26 @@ export function createFsBlobStore(root: string): FsBlobStore {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
         throw err;
       }
+    },
+    sweepIdleTemp(minAgeMs, now) {
+      const removed: string[] = [];
+      let names: string[];
+      try {
+        names = readdirSync(tmpDir);
+      } catch {
+        return removed;
+      }
+      for (const f of names) {
+        if (writing.has(f)) continue;
+        try {
+          if (now - statSync(join(tmpDir, f)).mtimeMs <= minAgeMs) continue;
+          rmSync(join(tmpDir, f), { force: true });
+          removed.push(f);
+        } catch {
+          // Gone meanwhile (its write finished or failed): nothing to remove.
+        }
+      }
+      return removed;
     },
   };
 }
