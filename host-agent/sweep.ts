@@ -11,6 +11,7 @@
  */
 import { join } from 'node:path';
 import { sweepBlobTempFiles } from './blobs/fs-store.ts';
+import { sweepUnreferencedS3Blobs } from './blobs/s3-sweep.ts';
 import { sweepUnreferencedBlobs } from './blobs/sweep.ts';
 import type { AgentContext } from './context.ts';
 import { sweepStaging, sweepTempFiles, sweepUnrecordedBackups, type Sweep } from './tenants/leftovers.ts';
@@ -46,6 +47,9 @@ export function sweepLeftovers(ctx: AgentContext, startedAt: number): Promise<vo
     try {
       logSweep(ctx.log, 'backups without a snapshot row', await sweepUnrecordedBackups(layout, ctx.db, ctx.agentId, startedAt));
       logSweep(ctx.log, `unreferenced fs blobs older than ${minAgeSeconds} s`, await sweepUnreferencedBlobs(blobRoot, ctx.db, ctx.agentId, minAgeSeconds * 1000, ctx.now()));
+      if (ctx.settings.SVCD_BLOB_BACKEND === 's3') {
+        logSweep(ctx.log, `unreferenced s3 blobs older than ${minAgeSeconds} s`, await sweepUnreferencedS3Blobs(ctx.settings, ctx.db, ctx.agentId, minAgeSeconds * 1000, Date.now()));
+      }
     } catch (err) {
       ctx.log(`agent: sweeping leftovers failed: ${(err as Error).message}; retried at the next start`);
     }

@@ -89,7 +89,8 @@ async function storageAgent(deps: Deps, project: ProjectRecord, reuse: boolean) 
 
 /**
  * Deletes a blob that nothing references any more; a failure leaves it unreferenced, and is logged
- * with what becomes of it: an fs blob is swept at its agent's next start, an S3 one is not swept
+ * with what becomes of it: it is swept at the project's agent's next start (an S3 one when the
+ * deployment's backend is `s3`)
  * (docs/storage.md "Nothing lost").
  */
 export async function discardBlob(
@@ -103,7 +104,7 @@ export async function discardBlob(
   try {
     await (store ?? (await storeFor(deps, requestId, project, backend))).delete(project.id, name);
   } catch (err) {
-    const fate = backend === 'fs' ? 'it will be swept at the next agent start' : 'S3 blobs are not swept: remove it from the bucket by hand';
+    const fate = 'it will be swept at the next agent start';
     deps.log(`storage: request ${requestId}: ${backend} blob ${project.id}/${name}: blob removal failed; ${fate} (${(err as Error).message})`);
   }
 }
