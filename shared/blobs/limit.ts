@@ -53,18 +53,40 @@ export function countedBody(
 ): CountedBody {
   let size = 0;
   let failure: unknown;
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      size += chunk.byteLength;
-      if (size > maxBytes) throw (failure = tooLarge());
-      controller.enqueue(chunk);
+  const reader = body.getReader();
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, reason: unknown) => {
+    failure ??= reason;
+    controller.error(failure);
+    reader.cancel(failure).catch(() => {});
+  };
+  const onAbort = () => (failure ??= signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  // Pulled, not piped: the source failing (the client gone) is noted as the body's failure, since
+  // a reader that sees the stream end may not be told why (workerd ends the chunked request body
+  // it sends on cleanly); the reader giving up (an upstream that failed) is not the body's failure.
+  const counted = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (signal?.aborted) return fail(controller, signal.reason);
+        let step: ReadableStreamReadResult<Uint8Array>;
+        try {
+          step = await reader.read();
+        } catch {
+          return fail(controller, errors.invalid('body: the request ended before its body did'));
+        }
+        if (step.done) {
+          signal?.removeEventListener('abort', onAbort);
+          return controller.close();
+        }
+        size += step.value.byteLength;
+        if (size > maxBytes) return fail(controller, tooLarge());
+        controller.enqueue(step.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
     },
-  });
-  signal?.addEventListener('abort', () => (failure ??= signal.reason), { once: true });
-  // The body failing (the client gone) is noted too: a reader that sees the stream end may not
-  // be told why (workerd ends the chunked request body it sends on cleanly).
-  body.pipeTo(counter.writable, signal ? { signal } : {}).catch(() => (failure ??= errors.invalid('body: the request ended before its body did')));
-  return { body: counter.readable, size: () => size, failure: () => failure };
+    { highWaterMark: 0 },
+  );
+  return { body: counted, size: () => size, failure: () => failure };
 }
 
 /**
