@@ -7,7 +7,7 @@
  */
 import { functions } from '../../shared/api/index.ts';
 import { parseBearer } from '../../shared/auth.ts';
-import { readWithin } from '../../shared/blobs/limit.ts';
+import { readBounded } from '../../shared/http/body.ts';
 import { errors, ServiceError } from '../../shared/errors.ts';
 import { FUNCTION_LOG_TAIL_DEFAULT, isModuleMediaType, MODULE_MEDIA_TYPES, settingsOf } from '../../shared/schemas/functions.ts';
 import { requireOwnedProject, requireProjectForAgent } from '../auth.ts';
@@ -46,15 +46,16 @@ export const implementations: Implementation[] = [
     if (declared !== null && declared > maxBytes) throw tooLarge();
     // Without a length, the module is counted here and refused as soon as the count passes the
     // limit, rather than by the agent once the client has ended the body; it is small enough to
-    // hold, and goes on with its exact length (shared/blobs/limit.ts `readWithin`).
-    const module = declared === null && request.body ? await readWithin(request.body, maxBytes, tooLarge) : null;
+    // hold, and goes on with its exact length: a stream that fails on the way is no safe thing to
+    // forward, as workerd ends the chunked body it sends on cleanly (docs/storage.md "Nothing left behind").
+    const module = declared === null && request.body ? await moduleWithin(request, maxBytes, tooLarge) : null;
     const deployed = await deployFunction(ctx.deps, {
       ...caller,
       requestId: ctx.requestId,
       accountId: caller.project.owner,
       name: params.name,
       settings,
-      body: module ? new Blob([module]).stream() : request.body,
+      body: module ? new Blob([module as Uint8Array<ArrayBuffer>]).stream() : request.body,
       length: module ? module.byteLength : declared,
       origin: ctx.deps.settings.SVCD_CLOUD_ORIGIN ?? url.origin,
       signal: request.signal,
@@ -158,4 +159,13 @@ export function clientHeaders(request: Request): Headers {
   if (acceptEncoding === '') headers.delete('accept-encoding');
   else if (typeof acceptEncoding === 'string') headers.set('accept-encoding', acceptEncoding);
   return headers;
+}
+
+/** A module sent without a length, read whole within `maxBytes`: refused with `tooLarge()` as soon as the count passes it. */
+async function moduleWithin(request: Request, maxBytes: number, tooLarge: () => ServiceError): Promise<Uint8Array> {
+  try {
+    return await readBounded(request, maxBytes);
+  } catch (err) {
+    throw err instanceof ServiceError && err.code === 'payload_too_large' ? tooLarge() : err;
+  }
 }

@@ -88,34 +88,3 @@ export function countedBody(
   );
   return { body: counted, size: () => size, failure: () => failure };
 }
-
-/**
- * A small body without a declared length, read whole, failing with `tooLarge()` as soon as the count
- * passes `maxBytes` (the rest is left unread and the body cancelled): for bodies whose limit is small
- * enough to hold (a function's module), so that what goes on is sent with its exact length. A
- * stream that fails on the way is not a safe thing to forward: workerd ends a chunked request body
- * cleanly when its stream fails, and the receiver would take the bytes before the failure as the
- * whole body.
- */
-export async function readWithin(body: ReadableStream<Uint8Array>, maxBytes: number, tooLarge: () => ServiceError): Promise<Uint8Array<ArrayBuffer>> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const whole = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    whole.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return whole;
-}
