@@ -109,7 +109,7 @@ describe.each(['fs', 's3'] as const)('a chunked body over the limit on the %s ba
     if (backend === 'fs') await expect.poll(() => filesUnder(join(dir.dir, 'agent', 'blobs')), { timeout: 2000 }).toEqual([]);
   });
 
-  it.runIf(backend === 'fs')('answers a function deploy over its limit while the module is still being sent, and closes the connection', async () => {
+  it('answers a function deploy over its limit while the module is still being sent, and closes the connection', async () => {
     const url = `${stack.url}/v0/projects/${project}/functions/endless`;
     const got = await putNeverEnding(url, { ...auth, 'content-type': 'text/javascript' }, MODULE_LIMIT + 2 * MiB);
     expect(got.status).toBe(413);
@@ -118,7 +118,7 @@ describe.each(['fs', 's3'] as const)('a chunked body over the limit on the %s ba
     expect((await fetch(url, { headers: auth })).status).toBe(404);
   });
 
-  it.runIf(backend === 'fs')('a PUT cut off mid-body leaves no temp file', async () => {
+  it('a PUT cut off mid-body leaves no object (and on fs no temp file)', async () => {
     const tmpDir = join(dir.dir, 'agent', 'blobs', '.tmp');
     for (const chunked of [false, true]) {
       const req = request(`${base}/objects/lim/cut-${chunked}`, {
@@ -127,11 +127,14 @@ describe.each(['fs', 's3'] as const)('a chunked body over the limit on the %s ba
       });
       req.on('error', () => {});
       req.write(new Uint8Array(MiB));
-      // The bytes reach the agent's temp file, then the client goes.
-      await expect.poll(() => filesUnder(tmpDir).length, { timeout: 5000 }).toBe(1);
+      // The bytes reach the agent's temp file (fs) or the store's upload (s3), then the client goes.
+      if (backend === 'fs') await expect.poll(() => filesUnder(tmpDir).length, { timeout: 5000 }).toBe(1);
+      else await new Promise((resolve) => setTimeout(resolve, 300));
       req.destroy();
-      await expect.poll(() => filesUnder(tmpDir), { timeout: 2000 }).toEqual([]);
+      if (backend === 'fs') await expect.poll(() => filesUnder(tmpDir), { timeout: 2000 }).toEqual([]);
     }
+    // Time for a handler that missed the cut to flip its row: none may appear.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const list = (await (await fetch(`${base}/objects?bucket=lim`, { headers: auth })).json()) as { objects: unknown[] };
     expect(list.objects).toEqual([]);
   });
