@@ -9,8 +9,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import type { Stack } from '../../infra/local/stack.ts';
+import { tempDir } from '../helpers/env.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
 import { s3TestSettings } from '../setup/s3rver.ts';
 
 const MiB = 1024 * 1024;
@@ -69,20 +70,10 @@ describe.each(['fs', 's3'] as const)('a chunked body over the limit on the %s ba
 
   beforeAll(async () => {
     dir = tempDir(`svc-storage-limits-${backend}-`);
-    stack = await startStack({
-      dir: dir.dir,
-      dynamoEndpoint: inject('dynamoEndpoint'),
-      env: {
-        SVCD_TABLE: uniqueTable(),
-        SVCD_PORT: '0',
-        SVCD_AGENT_PORT: '0',
-        SVCD_DATAPLANE_PORT: '0',
-        SVCD_STORAGE_MAX_BYTES: String(LIMIT),
-        SVCD_FUNCTION_MAX_BYTES: String(MODULE_LIMIT),
-        ...(backend === 's3' ? s3TestSettings(inject('s3Endpoint')) : {}),
-      },
-      agentOutput: 'collect',
-      log: () => {},
+    stack = await startSuiteStack(dir.dir, {
+      SVCD_STORAGE_MAX_BYTES: String(LIMIT),
+      SVCD_FUNCTION_MAX_BYTES: String(MODULE_LIMIT),
+      ...(backend === 's3' ? s3TestSettings(inject('s3Endpoint')) : {}),
     });
     const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
       (await (await fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).json()) as Record<string, string>;
