@@ -11,10 +11,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Log } from '../../shared/log.ts';
 import { createRelay, type RelayTargets } from '../../shared/http/relay.ts';
 import type { CorsPolicy } from '../../shared/http/cors.ts';
-import { functions, matchRoute, realtime, type RouteDecl } from '../../shared/api/index.ts';
+import { functions, matchRoute, realtime, type RouteDecl, type RouteMatch } from '../../shared/api/index.ts';
 
-/** A public route the agent serves itself: false when it does not take the request; `elsewhere` relays it. */
-export type PublicRoute = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean, elsewhere: () => void) => boolean;
+/**
+ * A public route the agent serves itself, given the declaration `match` the origin found (and its raw
+ * path parameters): false when it does not take the request; `elsewhere` relays it.
+ */
+export type PublicRoute = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, expectsContinue: boolean, elsewhere: () => void) => boolean;
 
 /** What the origin needs. */
 export interface OriginOptions {
@@ -39,10 +42,10 @@ export interface Origin {
  */
 const AGENT_SERVED: ReadonlySet<RouteDecl> = new Set<RouteDecl>([realtime.subscribe, realtime.publish, ...functions.invoke]);
 
-/** True when the agent may serve `method path` itself (`path` with its query): its declaration is one of those. */
-export function servedAtOrigin(method: string, path: string): boolean {
+/** The declaration of `method path` (`path` with its query) when the agent may serve it itself, else undefined. */
+export function servedAtOrigin(method: string, path: string): RouteMatch | undefined {
   const match = matchRoute(method, path.split('?', 1)[0]!);
-  return match !== undefined && AGENT_SERVED.has(match.route);
+  return match !== undefined && AGENT_SERVED.has(match.route) ? match : undefined;
 }
 
 /** Creates the origin's handling of every request but `/v2`. */
@@ -55,8 +58,9 @@ export function createOrigin({ targets, cors, log, routes }: OriginOptions): Ori
         if (expectsContinue && !res.headersSent) res.writeContinue();
         relay.serve(req, res);
       };
-      if (servedAtOrigin(req.method ?? 'GET', req.url ?? '/')) {
-        for (const route of routes) if (route(req, res, expectsContinue, elsewhere)) return;
+      const match = servedAtOrigin(req.method ?? 'GET', req.url ?? '/');
+      if (match) {
+        for (const route of routes) if (route(req, res, match, expectsContinue, elsewhere)) return;
       }
       elsewhere();
     },

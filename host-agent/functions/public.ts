@@ -28,8 +28,6 @@ import type { AgentContext } from '../context.ts';
 import { logPublicRequest, type PublicRoute } from '../dataplane/origin.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 
-const ROUTE = /^\/v0\/projects\/([^/?]+)\/functions\/([^/?]+)\/invoke(?=[/?]|$)/;
-
 /** What the public invoke route needs of the agent. */
 export interface PublicInvokeDeps {
   ctx: Pick<AgentContext, 'settings' | 'agentId' | 'functions'>;
@@ -50,9 +48,9 @@ class NotHere extends Error {}
  */
 export function publicInvoke(deps: PublicInvokeDeps): PublicRoute {
   const { ctx, log, origin } = deps;
-  return (req, res, expectsContinue, elsewhere) => {
-    const m = ROUTE.exec(req.url ?? '');
-    if (!m) return false;
+  return (req, res, match, expectsContinue, elsewhere) => {
+    const { id: rawId, name: rawName } = match.params;
+    if (rawId === undefined || rawName === undefined) return false;
     const authorization = req.headers.authorization;
     if (typeof authorization !== 'string' || req.headersDistinct.authorization?.length !== 1) return false;
     let presented;
@@ -70,12 +68,12 @@ export function publicInvoke(deps: PublicInvokeDeps): PublicRoute {
     logPublicRequest(log, req, res, requestId, '/v0/projects/:id/functions/:name/invoke/:rest*', seen);
     const served = (async () => {
       const key = deps.keys.verifyWarm(presented) ?? (await deps.keys.verify(presented));
-      const projectId = pathParam(m[1], 'id', projectIdSchema);
+      const projectId = pathParam(rawId, 'id', projectIdSchema);
       seen.projectId = projectId;
       if (key.projectId !== projectId) throw errors.denied('the project key belongs to another project');
       if (key.owner !== undefined && key.owner !== ctx.agentId) throw new NotHere();
-      const name = pathParam(m[2], 'name', functionNameSchema);
-      const rest = (req.url ?? '').slice(m[0].length);
+      const name = pathParam(rawName, 'name', functionNameSchema);
+      const rest = (req.url ?? '').slice(`/v0/projects/${rawId}/functions/${rawName}/invoke`.length);
       const listed = connectionTokens(req.headers.connection);
       const headers: string[] = [];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {

@@ -25,12 +25,11 @@ import type { Log } from '../../shared/log.ts';
 import { SSE_HEADERS, subscriptionChannels } from '../../shared/realtime/events.ts';
 import { admitSubscriber, authorizePublisher, type RealtimeAccess } from '../../shared/realtime/access.ts';
 import { publishRequestSchema } from '../../shared/schemas/realtime.ts';
+import { realtime as realtimeRoutes } from '../../shared/api/index.ts';
 import type { AgentContext } from '../context.ts';
 import { logPublicRequest, type PublicRoute } from '../dataplane/origin.ts';
 import type { KeyCache } from '../dataplane/key-cache.ts';
 import { responseSink } from '../routes/realtime.ts';
-
-const ROUTE = /^\/v0\/projects\/([^/?]+)\/realtime\/(subscribe|publish)(?:\?|$)/;
 
 /** What the public realtime routes need of the agent. */
 export interface PublicRealtimeDeps {
@@ -69,16 +68,16 @@ function accessOf(deps: PublicRealtimeDeps): RealtimeAccess {
 export function publicRealtime(deps: PublicRealtimeDeps): PublicRoute {
   const { log } = deps;
   const access = accessOf(deps);
-  return (req, res, expectsContinue, elsewhere) => {
-    const m = ROUTE.exec(req.url ?? '');
-    const route = m?.[2];
-    if (!m || !((route === 'subscribe' && req.method === 'GET') || (route === 'publish' && req.method === 'POST'))) return false;
+  return (req, res, match, expectsContinue, elsewhere) => {
+    const route = match.route === realtimeRoutes.subscribe ? 'subscribe' : match.route === realtimeRoutes.publish ? 'publish' : null;
+    const rawId = match.params.id;
+    if (route === null || rawId === undefined) return false;
     const requestId = newRequestId();
     const seen: { projectId?: string } = {};
     for (const [name, value] of Object.entries(corsAnswerHeaders(deps.cors, req.headers.origin))) res.setHeader(name, value);
     res.setHeader('x-request-id', requestId);
-    logPublicRequest(log, req, res, requestId, `/v0/projects/:id/realtime/${route}`, seen);
-    const served = route === 'subscribe' ? subscribe(deps, access, req, res, m[1]!, seen) : publish(deps, access, req, res, m[1]!, expectsContinue, seen);
+    logPublicRequest(log, req, res, requestId, match.route.path, seen);
+    const served = route === 'subscribe' ? subscribe(deps, access, req, res, rawId, seen) : publish(deps, access, req, res, rawId, expectsContinue, seen);
     served.catch((thrown: unknown) => {
       if (thrown instanceof NotHere) {
         res.removeHeader('x-request-id');
