@@ -44,6 +44,8 @@ import { within } from './tenants/processes.ts';
 import { EngineLaunch } from './tenants/engine-launch.ts';
 import { EnginePin } from './tenants/pin.ts';
 import { Tenants } from './tenants/tenants.ts';
+import { Backups } from './backups/backups.ts';
+import { openBackupStore } from './backups/store.ts';
 
 /** A running agent. */
 export interface Agent {
@@ -155,7 +157,10 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
     }),
     blobs,
     internalTokens: new InternalTokens(settings.SVCD_INTERNAL_SECRET),
+    backups: new Backups({ store: openBackupStore(settings, { log, now }, cwd), db, agentId, layout: tenants.layout, log, now }),
   };
+  // Loudly: an agent without a store keeps every snapshot on this machine only (docs/lifecycle.md "Off-machine copies").
+  if (!ctx.backups.available) log('agent: warning: snapshots are not copied off this machine: SVCD_BLOB_BACKEND is fs and SVCD_BACKUP_DIR is unset');
   return { ctx, pin };
 }
 
@@ -210,6 +215,7 @@ function startPublic(ctx: AgentContext, options: AgentOptions): Promise<Dataplan
         route: '/v2/:path+',
         status: r.status,
         duration_ms: Math.round(r.seconds * 10_000) / 10,
+        ...(r.code ? { code: r.code } : {}),
         ...(r.projectId ? { project_id: r.projectId } : {}),
       });
     },
@@ -266,6 +272,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
   const sweeping = sweepLeftovers(ctx, started);
   const sweepingFunctions = ctx.functions.start();
+  // Off-machine copies a crash left pending are shipped beside traffic (docs/lifecycle.md "Off-machine copies").
+  const resumingBackups = ctx.backups.resume().catch((err: Error) => log(`agent: resuming off-machine copies failed: ${err.message}`));
   const stopTempSweep = sweepBlobTempPeriodically(ctx);
   const { internal, dataplane, metrics } = await startListeners(ctx, options);
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
@@ -288,6 +296,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.
         await within(sweeping, 5000);
         await within(sweepingFunctions, 5000);
+        ctx.backups.close();
+        await within(resumingBackups, 5000);
         // Function workers end with the agent (an invocation in flight is lost, never replayed).
         await ctx.functions.stop();
         // Then every engine, gracefully, each under the stop timeout; their states recorded `sleeping`.

@@ -11,6 +11,7 @@ import type { Tenants } from './tenants/tenants.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { FunctionRuntime } from './functions/runtime.ts';
 import type { InternalTokens } from './internal-auth.ts';
+import type { Backups } from './backups/backups.ts';
 
 /** What the internal routes receive: the agent's parts, each built complete once at start (host-agent/agent.ts). */
 export interface AgentContext {
@@ -39,4 +40,6 @@ export interface AgentContext {
   readonly blobs: FsBlobStore;
   /** The internal-token check of every internal route, remembering verified tokens (host-agent/internal-auth.ts). */
   readonly internalTokens: InternalTokens;
+  /** Off-machine copies of snapshots: ship, fetch, remove (host-agent/backups/; docs/lifecycle.md "Off-machine copies"). */
+  readonly backups: Backups;
 }

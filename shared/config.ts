@@ -42,6 +42,9 @@ export const settingsSchema = z.object({
   // Limits.
   SVCD_JSON_MAX_BYTES: int(1024, 16 * 1024 * 1024).default(64 * 1024),
   SVCD_STORAGE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(32 * 1024 * 1024),
+  // The largest object a resumable upload stores, and how long an unfinished one lives after its last PATCH (docs/storage.md "Resumable uploads").
+  SVCD_STORAGE_MAX_OBJECT_BYTES: int(0, 5 * 1024 ** 4).default(5 * 1024 ** 3),
+  SVCD_RESUMABLE_EXPIRY_SECONDS: int(1, 30 * 24 * 3600).default(24 * 3600),
   SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
   SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
@@ -67,6 +70,9 @@ export const settingsSchema = z.object({
     .default('20000-20999'),
   SVCD_ENGINE_START_TIMEOUT_MS: int(100, 600000).default(15000),
   SVCD_ENGINE_STOP_TIMEOUT_MS: int(100, 600000).default(10000),
+  // The least `auto_sleep_after_s` a project may set (docs/lifecycle.md "Automatic sleep and
+  // backups"); the local tests lower it to a second or two.
+  SVCD_AUTO_SLEEP_MIN_S: int(1, 3600).default(60),
   // Engine isolation (docs/lifecycle.md "Engine isolation"). An agent running as root starts every
   // engine process as this unprivileged user and group (never 0; function runtimes use other uids);
   // each engine gets a cgroup with this memory limit and at most this much CPU (100 = one core, 0 =
@@ -85,6 +91,11 @@ export const settingsSchema = z.object({
   SVCD_METRICS_PORT: int(0, 65535).default(8791),
   // Object storage.
   SVCD_BLOB_BACKEND: z.enum(['fs', 's3']).default('fs'),
+  // Off-machine copies of snapshots with the `fs` backend (docs/lifecycle.md "Off-machine copies"):
+  // a directory that is not this machine's disk; unset: none.
+  SVCD_BACKUP_DIR: z.string().min(1).optional(),
+  // The largest archive POST …/import takes (docs/lifecycle.md "Export and import").
+  SVCD_IMPORT_MAX_BYTES: int(1, 1024 ** 4).default(5 * 1024 ** 3),
   // fs blobs no catalog row references are swept at agent start once older than this: a younger
   // one may belong to a PUT whose catalog flip has not happened yet (docs/storage.md "Nothing lost").
   SVCD_BLOB_SWEEP_MIN_AGE_SECONDS: int(60, 30 * 24 * 3600).default(3600),

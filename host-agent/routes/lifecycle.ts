@@ -70,7 +70,9 @@ export function register(router: InternalRouter): void {
   router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'snapshots'), async (request, ctx) => {
     const projectId = projectOf(request);
     const body = await readJson(request, internalSnapshotSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await timedOperation(ctx, 'snapshot', timing(request, projectId), () => ctx.tenants.snapshot(projectId, body.label ?? null)), 201);
+    const snapshot = await timedOperation(ctx, 'snapshot', timing(request, projectId), () => ctx.tenants.snapshot(projectId, body.label ?? null));
+    // Copied off the machine after the answer (docs/lifecycle.md "Off-machine copies").
+    return json(await ctx.backups.afterSnapshot(snapshot), 201);
   });
 
   router.post(internalPaths.lifecycle(ROUTE_PARAMS.id, 'restore'), async (request, ctx) => {
@@ -86,7 +88,10 @@ export function register(router: InternalRouter): void {
     const projectId = projectOf(request);
     const snapshotId = pathParam((request as Routed).params.snapshot_id, 'snapshot_id', snapshotIdSchema);
     const body = await readJson(request, internalDeletionSchema, ctx.settings.SVCD_JSON_MAX_BYTES);
-    return json(await ctx.tenants.deleteSnapshot(projectId, snapshotId, deletionOf(body)));
+    const removed = await ctx.tenants.deleteSnapshot(projectId, snapshotId, deletionOf(body));
+    // Its off-machine copy goes too (docs/lifecycle.md "Off-machine copies"); one left by a failure is removed at the next start.
+    await ctx.backups.removeQuietly(projectId, snapshotId);
+    return json(removed);
   });
 
   router.get(internalPaths.replaced(ROUTE_PARAMS.id), async (request, ctx) => {

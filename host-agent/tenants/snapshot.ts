@@ -52,6 +52,8 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
     backup_dir: backupDir,
     lineage: pickLineage(status),
     backup: pickBackup(backup),
+    // Shipped off the machine once recorded (host-agent/backups/backups.ts; docs/lifecycle.md "Off-machine copies").
+    offsite: { state: 'pending', completed_at: null },
   };
   await putSnapshot(deps.db, snapshot);
   deps.logs.append(projectId, `snapshot ${snapshotId} created in ${backupDir}`);

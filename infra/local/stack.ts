@@ -134,6 +134,8 @@ async function clearLeftovers(lock: StackLock, dir: string, log: Log): Promise<v
 function stackEnv(dir: string, fromEnv: Record<string, string>): Record<string, string> {
   return {
     SVCD_ROOT: join(dir, 'agent'),
+    // Off-machine copies of snapshots, shared by the stack's agents (docs/lifecycle.md "Off-machine copies").
+    SVCD_BACKUP_DIR: join(dir, 'backups'),
     SVCD_AWS_ACCESS_KEY_ID: 'local',
     SVCD_AWS_SECRET_ACCESS_KEY: 'local',
     // A page on any local origin may call the stack (docs/api.md "Browsers and CORS").

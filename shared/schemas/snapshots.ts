@@ -46,7 +46,17 @@ export const snapshotBackupSchema = z.object({
   visible_csn: z.int(),
 });
 
-/** A snapshot (the interface contract "Snapshot"). */
+/**
+ * The off-machine copy of a snapshot (docs/lifecycle.md "Off-machine copies"): `pending` until it is
+ * complete and checked against the manifest, `complete` from then on (`completed_at`), `unavailable`
+ * on an agent without a backup store.
+ */
+export const offsiteSchema = z.object({
+  state: z.enum(['pending', 'complete', 'unavailable']),
+  completed_at: timestampSchema.nullable(),
+});
+
+/** A snapshot (the interface contract "Snapshot"), with its off-machine state. */
 export const snapshotSchema = z.object({
   id: snapshotIdSchema,
   project: z.string().regex(ID_PATTERNS.prj),
@@ -57,6 +67,7 @@ export const snapshotSchema = z.object({
   backup_dir: z.string(),
   lineage: snapshotLineageSchema,
   backup: snapshotBackupSchema,
+  offsite: offsiteSchema,
 });
 
 /** Answer of `GET …/snapshots`, newest first. */
