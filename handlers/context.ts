@@ -39,9 +39,10 @@ export interface Ctx {
   requestId: string;
   /**
    * What the request revealed about its caller, for its log line (docs/observability.md "Fields"):
-   * the account id of a validly signed session token, set by the guards of handlers/auth.ts.
+   * the account id of a validly signed session token, set by the guards of handlers/auth.ts; the
+   * error code of a refusal, set where it is rendered.
    */
-  seen: { accountId?: string };
+  seen: { accountId?: string; errorCode?: string };
   /**
    * Runs `task` after the answer has gone out: the execution context's `waitUntil` in a worker
    * runtime (which would otherwise cancel it), merely not awaited on Node. The task handles and logs

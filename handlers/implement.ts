@@ -7,7 +7,7 @@
  */
 import type { IRequest } from 'itty-router';
 import type { BodyOf, ParamsOf, QueryOf, RouteDecl } from '../shared/api/index.ts';
-import { errorResponse } from '../shared/errors.ts';
+import { errorCodeOf, errorResponse } from '../shared/errors.ts';
 import { answerWhileDraining } from '../shared/http/linger.ts';
 import type { Ctx } from './context.ts';
 import { noBody, noQuery, pathParam, queryOf, readJson } from './http.ts';
@@ -115,6 +115,7 @@ async function parseBody<D extends RouteDecl>(route: D, request: Routed, ctx: Ct
  */
 export function refusal(request: Request, ctx: Ctx, err: unknown): Response {
   if (request.body && !request.bodyUsed && !request.body.locked) {
+    ctx.seen.errorCode = errorCodeOf(err);
     return answerWhileDraining(errorResponse(err, ctx.requestId, ctx.deps.log), request.body);
   }
   throw err;

@@ -5,7 +5,7 @@
  */
 import { Router } from 'itty-router';
 import { HANDLER_ROUTES, refusesTrailingSlash } from '../shared/api/index.ts';
-import { errorResponse, errors } from '../shared/errors.ts';
+import { errorCodeOf, errorResponse, errors } from '../shared/errors.ts';
 import { parseCorsOrigins } from '../shared/http/cors.ts';
 import { ID_PATTERNS, newRequestId } from '../shared/ids.ts';
 import { corsHeadersFor, preflightAnswer } from './cors.ts';
@@ -109,6 +109,7 @@ export function createApp(deps: Deps): App {
         if (!answer) throw errors.notFound(`no route for ${request.method} ${new URL(request.url).pathname}`);
         response = answer;
       } catch (thrown) {
+        ctx.seen.errorCode = errorCodeOf(thrown);
         response = errorResponse(thrown, requestId, deps.log);
       }
       logRequest(deps, request, ctx, response.status, started);
@@ -131,7 +132,8 @@ function refuseTrailingSlash(request: Request): void {
 /**
  * The request's one log line (docs/observability.md "Fields"): its route pattern (never the path,
  * which may hold an object key, nor the query, which may hold a ticket), status, the time to the
- * answer's head, and the project and account where known. No header or body is ever logged.
+ * answer's head, the error code of a refusal, and the project and account where known. No header
+ * or body is ever logged.
  */
 function logRequest(deps: Deps, request: Request, ctx: Ctx, status: number, started: number): void {
   const routed = request as Request & { route?: string; params?: Record<string, string> };
@@ -144,6 +146,7 @@ function logRequest(deps: Deps, request: Request, ctx: Ctx, status: number, star
     route: routed.route ?? '(no route)',
     status,
     duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    ...(ctx.seen.errorCode ? { code: ctx.seen.errorCode } : {}),
     ...(projectId && ID_PATTERNS.prj.test(projectId) ? { project_id: projectId } : {}),
     ...(ctx.seen.accountId ? { account_id: ctx.seen.accountId } : {}),
   });

@@ -7,19 +7,22 @@
  * traffic by construction: only snapshots begun before the start, only blobs older than the safe age.
  *
  * Each sweep logs one line: what it is, how many it removed, and what (paths under `SVCD_ROOT`,
- * project and snapshot ids, blob names; nothing else is in them, so never a secret).
+ * project and snapshot ids, blob names; nothing else is in them, so never a secret). A sweep that
+ * found nothing is no news: its line is `debug`, below the default level (docs/observability.md
+ * "Logs"), so a clean start prints none.
  */
 import { join } from 'node:path';
 import { sweepBlobTempFiles } from './blobs/fs-store.ts';
 import { sweepUnreferencedS3Blobs } from './blobs/s3-sweep.ts';
 import { sweepUnreferencedBlobs } from './blobs/sweep.ts';
+import type { Log } from '../shared/log.ts';
 import type { AgentContext } from './context.ts';
 import { sweepStaging, sweepTempFiles, sweepUnrecordedBackups, type Sweep } from './tenants/leftovers.ts';
 
 /** Names listed per log line; the count is always whole. */
 const LISTED = 50;
 
-function logSweep(log: (line: string) => void, what: string, sweep: Sweep): void {
+function logSweep(log: Log, what: string, sweep: Sweep): void {
   const { removed, failed } = sweep;
   let line = `agent: swept ${what}: ${removed.length} removed`;
   if (removed.length > 0) {
@@ -27,7 +30,7 @@ function logSweep(log: (line: string) => void, what: string, sweep: Sweep): void
     if (removed.length > LISTED) line += `, and ${removed.length - LISTED} more`;
   }
   if (failed.length > 0) line += `; ${failed.length} left (retried at the next start): ${failed.slice(0, LISTED).join(', ')}`;
-  log(line);
+  log(line, { level: removed.length > 0 || failed.length > 0 ? 'warn' : 'debug', event: 'sweep' });
 }
 
 /**

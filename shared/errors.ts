@@ -103,6 +103,24 @@ export function renderError(thrown: unknown, requestId: string, log: Log = (line
   return { status: err.status, headers, body };
 }
 
+/** The code the answer to `thrown` carries (`renderError`): a ServiceError's own, else `internal`. */
+export function errorCodeOf(thrown: unknown): string {
+  return thrown instanceof ServiceError ? thrown.code : 'internal';
+}
+
+/** The error code answered on each node:http response that got one, for its request's log line. */
+const ANSWERED_CODES = new WeakMap<object, string>();
+
+/** The error code answered on `res` by `writeError` or shared/http/node-http.ts `answerError`, if any. */
+export function answeredErrorCode(res: object): string | undefined {
+  return ANSWERED_CODES.get(res);
+}
+
+/** Records that `res` answers the error `thrown` (`answeredErrorCode`). */
+export function noteErrorAnswered(res: object, thrown: unknown): void {
+  ANSWERED_CODES.set(res, errorCodeOf(thrown));
+}
+
 /** Renders any thrown value as an error Response (`renderError`). */
 export function errorResponse(thrown: unknown, requestId: string, log?: Log): Response {
   const { status, headers, body } = renderError(thrown, requestId, log);
@@ -117,6 +135,7 @@ export function errorResponse(thrown: unknown, requestId: string, log?: Log): Re
  */
 export function writeError(res: ServerResponse, thrown: unknown, requestId: string, log?: Log): void {
   const { status, headers, body } = renderError(thrown, requestId, log);
+  noteErrorAnswered(res, thrown);
   res.writeHead(status, headers);
   res.end(body);
 }

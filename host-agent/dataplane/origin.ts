@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Log } from '../../shared/log.ts';
+import { answeredErrorCode } from '../../shared/errors.ts';
 import { createRelay, type RelayTargets } from '../../shared/http/relay.ts';
 import type { CorsPolicy } from '../../shared/http/cors.ts';
 import { functions, matchRoute, realtime, type RouteDecl, type RouteMatch } from '../../shared/api/index.ts';
@@ -84,7 +85,14 @@ export function logPublicRequest(log: Log, req: IncomingMessage, res: ServerResp
       route,
       status: res.headersSent ? res.statusCode : 0,
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      ...codeField(res),
       ...(seen.projectId ? { project_id: seen.projectId } : {}),
     }),
   );
+}
+
+/** The `code` field of a request line whose answer was the service's refusal. */
+function codeField(res: ServerResponse): { code?: string } {
+  const code = answeredErrorCode(res);
+  return code ? { code } : {};
 }

@@ -14,7 +14,7 @@
  * nothing from DynamoDB (host-agent/dataplane/key-cache.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { errors } from '../../shared/errors.ts';
+import { answeredErrorCode, errors } from '../../shared/errors.ts';
 import { answerClientErrors, answerError, badTarget, listen, SERVER_OPTIONS } from '../../shared/http/node-http.ts';
 import { corsAnswerHeaders, isPreflight, NO_CORS, preflightHeaders, type CorsPolicy } from '../../shared/http/cors.ts';
 import type { ListenerSource } from '../../shared/http/held-listeners.ts';
@@ -61,6 +61,8 @@ export interface ObservedRequest {
   bytesOut: number;
   /** The project of its key, once the key was verified. */
   projectId?: string;
+  /** The error code of the service's own refusal, if it answered one (not the engine's). */
+  code?: string;
 }
 
 /** A running listener. */
@@ -97,7 +99,8 @@ function requestHandler(c: V2Context, cors: CorsPolicy, observe: DataplaneOption
       const started = performance.now();
       res.once('close', () => {
         const status = res.headersSent ? res.statusCode : 0;
-        observe({ requestId: id, method: req.method ?? 'GET', status, seconds: (performance.now() - started) / 1000, ...connectionBytes(req), ...(seen.projectId ? { projectId: seen.projectId } : {}) });
+        const code = answeredErrorCode(res);
+        observe({ requestId: id, method: req.method ?? 'GET', status, seconds: (performance.now() - started) / 1000, ...connectionBytes(req), ...(seen.projectId ? { projectId: seen.projectId } : {}), ...(code ? { code } : {}) });
       });
     }
     const h = scan(req.rawHeaders);

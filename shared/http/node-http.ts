@@ -9,7 +9,7 @@
  */
 import { IncomingMessage, ServerResponse, STATUS_CODES, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
-import { ServiceError, renderError, writeError } from '../errors.ts';
+import { ServiceError, noteErrorAnswered, renderError, writeError } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
 import type { ListenerSource } from './held-listeners.ts';
 
@@ -218,6 +218,7 @@ export function answerError(req: IncomingMessage, res: ServerResponse, thrown: u
   }
   closeAfterAnswer(req, res);
   const { status, headers, body } = renderError(thrown, requestId, log);
+  noteErrorAnswered(res, thrown);
   res.writeHead(status, headers);
   endAnswer(req, res, body);
 }

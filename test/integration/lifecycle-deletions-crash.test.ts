@@ -26,7 +26,8 @@ let token: string;
 const api: Api = { request: (...args) => d.api.request(...args) };
 
 beforeAll(async () => {
-  d = await startChildDeployment('svc-deletions-crash-');
+  // Debug: a restart waits for the backup sweep's line, which is debug when it removed nothing.
+  d = await startChildDeployment('svc-deletions-crash-', { SVCD_LOG_LEVEL: 'debug' });
   ({ agent, db, layout, token } = d);
 });
 
