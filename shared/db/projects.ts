@@ -26,6 +26,10 @@ export interface ProjectRecord {
    * `running`).
    */
   state_kept?: boolean;
+  /** The recovery point: created_at of the newest snapshot with a complete off-machine copy (docs/lifecycle.md "Off-machine copies"). */
+  last_backup_at?: string;
+  /** The off-machine state of the newest snapshot's copy; absent: no snapshot. */
+  last_snapshot_offsite?: 'pending' | 'complete' | 'unavailable';
 }
 
 /** The public view of a project (contract "Project"). */
@@ -37,6 +41,8 @@ export function projectView(p: ProjectRecord): Project {
     created_at: p.created_at,
     updated_at: p.updated_at,
     native: { pin: ENGINE_PIN, data_plane: DATA_PLANE },
+    last_backup_at: p.last_backup_at ?? null,
+    last_backup_offsite: p.last_snapshot_offsite ?? null,
   };
 }
 
@@ -51,6 +57,8 @@ export function toRecord(item: Record<string, any>): ProjectRecord {
     owner: item.owner,
     agent_id: item.agent_id,
     ...(item.state_kept === true ? { state_kept: true } : {}),
+    ...(typeof item.last_backup_at === 'string' ? { last_backup_at: item.last_backup_at } : {}),
+    ...(typeof item.last_snapshot_offsite === 'string' ? { last_snapshot_offsite: item.last_snapshot_offsite as NonNullable<ProjectRecord['last_snapshot_offsite']> } : {}),
   };
 }
 

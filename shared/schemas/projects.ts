@@ -41,6 +41,10 @@ export const projectSchema = z.object({
   created_at: timestampSchema,
   updated_at: timestampSchema,
   native: z.object({ pin: z.literal(ENGINE_PIN), data_plane: z.literal(DATA_PLANE) }),
+  /** The recovery point: when the newest snapshot with a complete off-machine copy was taken; null: none (docs/lifecycle.md "Off-machine copies"). */
+  last_backup_at: timestampSchema.nullable(),
+  /** The off-machine state of the newest snapshot's copy; null: the project has no snapshot. */
+  last_backup_offsite: z.enum(['pending', 'complete', 'unavailable']).nullable(),
 });
 /** A project as answered. */
 export type Project = z.output<typeof projectSchema>;
