@@ -12,6 +12,7 @@ import { buildDeps } from './deps.ts';
 import { createApp, type App } from './index.ts';
 import { fromBase64, toBase64 } from '../shared/base64.ts';
 import { isIdentityCoding } from '../shared/http/encoding.ts';
+import { fromAlbEvent, isAlbEvent, toAlbResult, type AlbEvent, type AlbResult } from './alb-event.ts';
 
 /** The parts of an API Gateway v2 (HTTP API) event this entry reads. */
 export interface GatewayEvent {
@@ -96,8 +97,11 @@ export function createGatewayHandler(getApp: () => App): (event: GatewayEvent) =
   };
 }
 
-/** The function's handler (`dist/gateway.mjs` → `handler`). */
-export const handler = createGatewayHandler(() => {
+const gateway = createGatewayHandler(() => {
   app ??= createApp(buildDeps((globalThis as { process?: { env: Record<string, unknown> } }).process?.env ?? {}, undefined, { transport: nodeTransport() }));
   return app;
 });
+
+/** The function's handler (`dist/gateway.mjs` → `handler`): an HTTP API's events, or a load balancer's (./alb-event.ts). */
+export const handler = async (event: GatewayEvent | AlbEvent): Promise<GatewayResult | AlbResult> =>
+  isAlbEvent(event) ? toAlbResult(await gateway(fromAlbEvent(event))) : gateway(event);
