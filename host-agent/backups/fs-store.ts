@@ -138,6 +138,12 @@ class FsBackupStore implements BackupStore {
     await rmdir(parent).catch(() => {});
   }
 
+  async removeProject(projectId: string): Promise<number> {
+    const ids = await this.list(projectId);
+    for (const id of ids) await this.remove(projectId, id);
+    return ids.length;
+  }
+
   async list(projectId: string): Promise<string[]> {
     let names: string[];
     try {

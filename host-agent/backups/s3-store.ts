@@ -197,6 +197,12 @@ class S3BackupStore implements BackupStore {
     }
   }
 
+  async removeProject(projectId: string): Promise<number> {
+    const ids = await this.list(projectId);
+    for (const id of ids) await this.remove(projectId, id);
+    return ids.length;
+  }
+
   async list(projectId: string): Promise<string[]> {
     const ids = new Set<string>();
     let token: string | undefined;

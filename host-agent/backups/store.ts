@@ -28,6 +28,8 @@ export interface BackupStore {
   remove(projectId: string, snapshotId: string): Promise<void>;
   /** Snapshot ids of which the store holds anything (complete or not) for the project. */
   list(projectId: string): Promise<string[]>;
+  /** Removes every copy of a deleted project (each through `remove`); answers how many there were. */
+  removeProject(projectId: string): Promise<number>;
 }
 
 /** What opening a store needs besides the settings. */
@@ -57,4 +59,13 @@ export function openBackupStore(settings: BackupSettings, deps: BackupStoreDeps,
   if (settings.SVCD_BLOB_BACKEND === 's3') return createS3BackupStore(settings, deps);
   if (settings.SVCD_BACKUP_DIR) return createFsBackupStore(settings.SVCD_BACKUP_DIR, cwd, deps);
   return null;
+}
+
+/**
+ * Removes every off-machine copy of a deleted project (docs/lifecycle.md "Deleting a project");
+ * answers how many there were. Nothing to do without a store.
+ */
+export async function removeProjectBackups(settings: BackupSettings, projectId: string, log: (line: string) => void): Promise<number> {
+  const store = openBackupStore(settings, { log, now: Date.now });
+  return store ? store.removeProject(projectId) : 0;
 }

@@ -29,6 +29,7 @@ import { newReceipt } from '../../shared/db/receipts.ts';
 import { errors } from '../../shared/errors.ts';
 import type { ProjectState } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
+import { removeProjectBackups, type BackupSettings } from '../backups/store.ts';
 import { removeRecord } from './files.ts';
 import type { Layout } from './layout.ts';
 
@@ -36,7 +37,8 @@ import type { Layout } from './layout.ts';
 export interface DeletionDeps {
   db: Db;
   settings: Pick<Settings, 'SVCD_DELETED_RECEIPTS_RETENTION_DAYS' | 'SVCD_BLOB_BACKEND'> &
-    Parameters<typeof deleteProjectS3Blobs>[0];
+    Parameters<typeof deleteProjectS3Blobs>[0] &
+    BackupSettings;
   layout: Layout;
   now: () => number;
   log: Log;
@@ -114,6 +116,10 @@ export async function finishDeletion(deps: DeletionDeps, deletion: ProjectDeleti
     const blobs = await deleteProjectS3Blobs(settings, projectId);
     log(`agent: deleting ${projectId}: ${blobs} s3 blobs removed`, { level: 'info', event: 'project.delete', project_id: projectId, step: 's3', count: blobs });
   }
+
+  // Its off-machine copies (docs/lifecycle.md "Off-machine copies"), before its snapshot rows go.
+  const copies = await removeProjectBackups(settings, projectId, log);
+  if (copies > 0) log(`agent: deleting ${projectId}: ${copies} off-machine copies removed`, { level: 'info', event: 'project.delete', project_id: projectId, step: 'backups', count: copies });
 
   const paths = projectPaths(layout, projectId);
   for (const path of paths) {
