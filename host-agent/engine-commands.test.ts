@@ -4,7 +4,7 @@
  * lacks a field the agent relies on is named by that field.
  */
 import { describe, expect, it } from 'vitest';
-import { backupCommand, initCommand, parseResult, restoreCommand, serveCommand, statusCommand, versionCommand } from './engine-commands.ts';
+import { backupCommand, initCommand, parseResult, restoreCommand, serveCommand, statusCommand, verifyCommand, versionCommand } from './engine-commands.ts';
 
 describe('engine commands', () => {
   it('make the argv of the contract', () => {
@@ -13,6 +13,7 @@ describe('engine commands', () => {
     expect(statusCommand.argv({ dataDir: '/d' })).toEqual(['status', '--data-dir', '/d', '--json']);
     expect(backupCommand.argv({ dataDir: '/d', out: '/b' })).toEqual(['backup', '--data-dir', '/d', '--out', '/b', '--json']);
     expect(restoreCommand.argv({ backup: '/b', target: '/t' })).toEqual(['restore', '--backup', '/b', '--target', '/t', '--json']);
+    expect(verifyCommand.argv({ backup: '/b' })).toEqual(['verify', '--backup', '/b', '--json']);
     expect(serveCommand.argv({ dataDir: '/d', host: '127.0.0.1', port: 7001, maxBodyBytes: 1024, statementTimeoutMs: 500 })).toEqual([
       'serve',
       '--data-dir',
@@ -32,6 +33,8 @@ describe('engine commands', () => {
     const ready = { ready: true, listen: '127.0.0.1:7001', pid: 42, data_dir: '/d' };
     expect(parseResult(serveCommand, ready)).toEqual({ ok: true, value: ready });
     expect(parseResult(versionCommand, { engine_version: '3.0.0', protocol_minor: 3 })).toMatchObject({ ok: true });
+    const verified = { status: 'verified', backup_path: '/b', checkpoint_digest: 'c', file_count: 2, total_bytes: 9, visible_csn: 3, directory_lineage: 'lin_0' };
+    expect(parseResult(verifyCommand, verified)).toEqual({ ok: true, value: verified });
   });
 
   it('name the first field a document lacks, as the 502 says it', () => {

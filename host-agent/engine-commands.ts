@@ -58,6 +58,24 @@ export const backupCommand = command(
   z.looseObject(snapshotBackupSchema.shape),
 );
 
+/**
+ * `verify --backup B --json`: the verification `backup` and `restore` run, on a backup directory that
+ * came from outside (an imported archive, an off-machine copy; docs/lifecycle.md "Export and import").
+ */
+export const verifyCommand = command(
+  'verify',
+  (a: { backup: string }) => ['--backup', a.backup, '--json'],
+  z.looseObject({
+    status: z.literal('verified'),
+    backup_path: z.string(),
+    checkpoint_digest: z.string(),
+    file_count: z.int(),
+    total_bytes: z.int(),
+    visible_csn: z.int(),
+    directory_lineage: z.string(),
+  }),
+);
+
 /** `restore --backup B --target T --json`: a backup restored into a fresh directory. */
 export const restoreCommand = command(
   'restore',

@@ -25,15 +25,19 @@ const fileSchema = z.object({
 /** What the copies rely on of a manifest; the rest is the engine's. */
 export const manifestSchema = z.looseObject({
   format: z.literal('svc-engine-backup/1'),
+  engine_version: z.string(),
+  catalog_version: z.int(),
+  logical_time_micros: z.int(),
   files: z.array(fileSchema).min(1),
 });
 
 /** One file a manifest lists. */
 export type ManifestFile = z.output<typeof fileSchema>;
 
-/** A manifest as read: its files, and its own bytes (copied as they are). */
+/** A manifest as read: its files, the whole document, and its own bytes (copied as they are). */
 export interface Manifest {
   files: ManifestFile[];
+  document: z.output<typeof manifestSchema>;
   bytes: Buffer;
 }
 
@@ -49,7 +53,7 @@ export function parseManifest(bytes: Buffer): Manifest {
   if (!parsed.success) throw errors.conflict(`the backup manifest is not one of svc-engine-backup/1 (${parsed.error.issues[0]?.path.join('.') || 'document'})`);
   const names = parsed.data.files.map((f) => f.path);
   if (new Set(names).size !== names.length) throw errors.conflict('the backup manifest lists a file twice');
-  return { files: parsed.data.files, bytes };
+  return { files: parsed.data.files, document: parsed.data, bytes };
 }
 
 /** Reads the manifest of a backup directory. */
