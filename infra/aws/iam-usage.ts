@@ -213,3 +213,37 @@ export function localOnlyCallers(entry: string): string[] {
   }
   return found;
 }
+
+/** The high-level `aws s3` commands a script may run, as the IAM actions they need. */
+function s3CommandActions(command: string, positional: string[]): string[] {
+  const [source, destination] = positional;
+  if (command !== 'cp') throw new Error(`no IAM action known for aws s3 ${command} (infra/aws/iam-usage.ts)`);
+  return [...(source?.startsWith('s3://') ? ['s3:GetObject'] : []), ...(destination?.startsWith('s3://') ? ['s3:PutObject'] : [])];
+}
+
+/**
+ * The IAM actions a shell script's AWS CLI calls need (the machines' boot scripts and the drain
+ * watcher): `aws <service> <command>` is the API operation named by the command in PascalCase
+ * (`secretsmanager get-secret-value` → `secretsmanager:GetSecretValue`); `aws s3 cp` reads an object
+ * when its source is `s3://…` and writes one when its destination is. Comment lines are skipped.
+ */
+export function scriptActions(script: string): string[] {
+  const text = script
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('#'))
+    .join('\n')
+    .replace(/\\\n/g, ' ');
+  const actions = new Set<string>();
+  for (const line of text.split('\n')) {
+    for (const m of line.matchAll(/(?:^|[\s;&|(])aws\s+([a-z0-9-]+)\s+([a-z0-9-]+)([^|;&)]*)/g)) {
+      const [, service, command, rest] = m as unknown as [string, string, string, string];
+      if (service === 's3') {
+        const positional = rest.split(/\s+/).filter((t) => /^(s3:\/\/|\/|\.)/.test(t));
+        for (const a of s3CommandActions(command, positional)) actions.add(a);
+      } else {
+        actions.add(`${service}:${command.replace(/(^|-)([a-z0-9])/g, (_, __, c: string) => c.toUpperCase())}`);
+      }
+    }
+  }
+  return [...actions].sort();
+}
