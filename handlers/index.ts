@@ -12,6 +12,7 @@ import { corsHeadersFor, preflightAnswer } from './cors.ts';
 import type { Ctx, Deps, Routes } from './context.ts';
 import type { Implementation } from './implement.ts';
 import * as accounts from './routes/accounts.ts';
+import * as archive from './routes/archive.ts';
 import * as buckets from './routes/buckets.ts';
 import * as webConsole from './routes/console.ts';
 import * as functions from './routes/functions.ts';
@@ -40,6 +41,7 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
   functions,
   keys,
   lifecycle,
+  archive,
   buckets,
   tickets,
   objects,

@@ -44,6 +44,8 @@ import { within } from './tenants/processes.ts';
 import { EngineLaunch } from './tenants/engine-launch.ts';
 import { EnginePin } from './tenants/pin.ts';
 import { Tenants } from './tenants/tenants.ts';
+import { AutoBackups } from './tenants/auto-backup.ts';
+import { IdleSleeper } from './tenants/idle.ts';
 import { Backups } from './backups/backups.ts';
 import { openBackupStore } from './backups/store.ts';
 
@@ -83,6 +85,25 @@ function realtimeHub(settings: Settings, log: Log): RealtimeHub {
     framing: 'http-chunked',
     coalesceMs: settings.SVCD_REALTIME_COALESCE_MS,
     log,
+  });
+}
+
+/**
+ * After a sleep, a snapshot when the data changed, shipped, the oldest automatic ones pruned through
+ * the deletion the snapshot route uses (docs/lifecycle.md "Automatic sleep and backups"). `ctx` is
+ * complete by the time a sleep runs.
+ */
+function automaticBackups(db: Db, agentId: string, log: Log, ctx: () => AgentContext): AutoBackups {
+  return new AutoBackups({
+    db,
+    agentId,
+    log,
+    ship: (projectId, snapshotId) => ctx().backups.ship(projectId, snapshotId),
+    shipLater: (projectId, snapshotId) => ctx().backups.shipInBackground(projectId, snapshotId),
+    deleteSnapshot: async (projectId, snapshotId, deletion) => {
+      await ctx().tenants.deleteSnapshot(projectId, snapshotId, deletion);
+      await ctx().backups.removeQuietly(projectId, snapshotId);
+    },
   });
 }
 
@@ -129,7 +150,9 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
     now,
     emit: (projectId, event, payload) => realtime.emitSystem(projectId, event, payload),
     inFlightInvocations: (projectId) => functions.inFlight(projectId),
+    afterSleep: (projectId, turn) => autoBackups.afterSleep(projectId, turn),
   });
+  const autoBackups = automaticBackups(db, agentId, log, () => ctx);
   const ctx: AgentContext = {
     settings,
     db,
@@ -279,6 +302,9 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
   const heartbeat = await register(ctx, pin, internalUrl, dataplaneUrl);
+  // Running tenants idle past their project's auto_sleep_after_s are put to sleep (docs/lifecycle.md "Automatic sleep and backups").
+  const idle = new IdleSleeper({ db: ctx.db, agentId: ctx.agentId, tenants: ctx.tenants, minSeconds: settings.SVCD_AUTO_SLEEP_MIN_S, log, now: ctx.now });
+  idle.start();
 
   let stopping: Promise<void> | undefined;
   const servers: Served[] = [internal, dataplane, metrics];
@@ -290,6 +316,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
     stop() {
       stopping ??= (async () => {
         clearInterval(heartbeat);
+        idle.stop();
         stopTempSweep();
         ctx.realtime.close();
         await Promise.all(servers.map((s) => s.close()));

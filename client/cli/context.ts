@@ -4,11 +4,13 @@
  * profile; a stored session that expired is renewed from the stored account secret, or the user is
  * told to log in again.
  */
+import { ID_PATTERNS } from '../../shared/ids.ts';
 import { createClient, type SvcClient } from '../client.ts';
 import { SvcError } from '../errors.ts';
 import { configDir, configPath, DEFAULT_PROFILE, loadConfig, updateProfile, type Profile } from './config.ts';
 import { CliError, UsageError, type FailureContext } from './errors.ts';
 import type { Output } from './output.ts';
+import { findLink, projectByName, projectRefArg, type ProjectLink } from './project-ref.ts';
 
 /** The service `npm start` serves, used when nothing else names one. */
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787';
@@ -31,16 +33,51 @@ export class Cli {
   readonly io: Io;
   readonly profileName: string;
   readonly dir: string;
+  /** The working directory, where a link is looked for (`svc link`). */
+  readonly cwd: string;
+  /** `--project`, else `SVC_PROJECT`: the project of commands given none. */
+  readonly projectOption: string | undefined;
   /** What the failing command was about, filled in as commands learn it. */
   readonly failure: FailureContext = {};
   #renewed: SvcClient | undefined;
 
-  constructor(options: { out: Output; env: NodeJS.ProcessEnv; io: Io; profile?: string | undefined }) {
+  constructor(options: { out: Output; env: NodeJS.ProcessEnv; io: Io; profile?: string | undefined; project?: string | undefined; cwd?: string }) {
     this.out = options.out;
     this.env = options.env;
     this.io = options.io;
     this.profileName = options.profile ?? options.env.SVC_PROFILE ?? DEFAULT_PROFILE;
     this.dir = configDir(options.env);
+    this.cwd = options.cwd ?? process.cwd();
+    this.projectOption = options.project ?? (options.env.SVC_PROJECT || undefined);
+  }
+
+  /** The directory's link (`svc link`), if any. */
+  link(): { file: string; link: ProjectLink } | null {
+    return findLink(this.cwd);
+  }
+
+  /**
+   * The id of the project a command is about (docs/cli.md "Projects by name, and linked
+   * directories"): `ref` (an id, or a name looked up with the session), else `--project` or
+   * `SVC_PROJECT`, else the directory's link. Nothing given and nothing linked is a usage mistake.
+   */
+  async resolveProject(ref: string | undefined): Promise<string> {
+    const given = ref ?? this.projectOption;
+    let id: string;
+    if (given !== undefined) {
+      const checked = projectRefArg(given);
+      id = ID_PATTERNS.prj.test(checked) ? checked : await this.withSession((c) => projectByName(c, checked));
+    } else {
+      const found = this.link();
+      if (!found) throw new UsageError('no project given: pass PROJECT (a name or an id) or --project, or link this directory with `svc link PROJECT`');
+      const base = this.baseUrl();
+      if (found.link.base_url && found.link.base_url !== base) {
+        throw new CliError(`${found.file} links ${found.link.project_id} on ${found.link.base_url}, not on ${base}`, 'pass PROJECT, or run `svc link PROJECT` again for this service');
+      }
+      id = found.link.project_id;
+    }
+    this.failure.project = id;
+    return id;
   }
 
   /** Where the profiles live. */

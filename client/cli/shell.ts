@@ -13,11 +13,13 @@ import type { Cli } from './context.ts';
 import { hintFor } from './errors.ts';
 import { printResult } from './sql-output.ts';
 import { isBlankSql, splitStatements } from './sql-split.ts';
+import { transactionControl } from './sql-transaction.ts';
 
 /** Lines of history kept. */
 const HISTORY_SIZE = 1000;
 
-const HELP = `Statements end with ";" and may span lines. Commands:
+const HELP = `Statements end with ";" and may span lines. BEGIN; …; COMMIT; sends what is between as one
+atomic batch at COMMIT (nothing runs before); ROLLBACK discards it. Commands:
   .tables           list the tables
   .schema [TABLE]   show CREATE statements
   .help             this help
@@ -36,7 +38,7 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
     removeHistoryDuplicates: true,
   });
   const c = cli.out.c;
-  const prompts = { first: c.bold('svc> '), more: c.dim('...> ') };
+  const prompts = { first: c.bold('svc> '), more: c.dim('...> '), txn: c.bold(c.yellow('txn> ')) };
   cli.out.line(`Connected to ${projectId} on ${client.baseUrl}. ${c.dim('.help for help, .quit to leave')}`);
   rl.setPrompt(prompts.first);
   rl.prompt();
@@ -49,17 +51,23 @@ export async function runShell(cli: Cli, client: SvcClient, projectId: string): 
 interface ShellWork {
   run(sql: string): Promise<void>;
   dot(line: string): Promise<boolean>;
+  /** Whether a BEGIN is open (its statements kept for COMMIT). */
+  inTransaction(): boolean;
+  /** The shell closes: an open transaction is dropped, and said so. */
+  end(): void;
 }
 
 /** Statements run with the client's project key; an error is printed and the shell goes on. */
 function shellWork(cli: Cli, client: SvcClient, projectId: string): ShellWork {
-  const run = async (sql: string): Promise<void> => {
+  const execute = async (sql: string): Promise<void> => {
     try {
       printResult(cli, await client.sql(sql));
     } catch (err) {
       printError(cli, err, projectId);
     }
   };
+  const txn = transactions(cli, client, projectId);
+  const run = (sql: string): Promise<void> => txn.take(sql) ?? execute(sql);
   const runSchema = async (table: string | undefined): Promise<void> => {
     try {
       const rs = await client.sql(
@@ -91,14 +99,65 @@ function shellWork(cli: Cli, client: SvcClient, projectId: string): ShellWork {
         return true;
     }
   };
-  return { run, dot };
+  return { run, dot, inTransaction: () => txn.open(), end: () => txn.end() };
+}
+
+/**
+ * BEGIN … COMMIT at the prompt (docs/cli.md "Transactions"): the statements between are kept and
+ * sent as one batch — one transaction on the engine — at COMMIT; ROLLBACK drops them unsent.
+ */
+function transactions(cli: Cli, client: SvcClient, projectId: string) {
+  let kept: string[] | null = null;
+  const c = cli.out.c;
+  const plural = (n: number) => `${n} statement${n === 1 ? '' : 's'}`;
+  const commit = async (statements: string[]): Promise<void> => {
+    if (statements.length === 0) return cli.out.line('COMMIT: the transaction was empty, nothing sent');
+    try {
+      const results = await client.batch(statements);
+      for (const rs of results) printResult(cli, rs);
+      cli.out.line(c.green(`COMMIT: ${plural(statements.length)} applied as one transaction (one atomic batch)`));
+    } catch (err) {
+      printError(cli, err, projectId);
+      cli.out.line(c.red(`the transaction was not applied: none of its ${plural(statements.length)} took effect`));
+    }
+  };
+  /** Handles `sql` when it is a transaction's (control or kept); undefined when it is to run now. */
+  const take = (sql: string): Promise<void> | undefined => {
+    const control = transactionControl(sql);
+    if (control === null && kept === null) return undefined;
+    if (control === null) {
+      kept!.push(sql);
+      cli.out.line(c.dim(`(kept for COMMIT: ${plural(kept!.length)})`));
+    } else if (control === 'savepoint') {
+      cli.out.note(`${cli.out.ce.red('error:')} savepoints are not supported: a transaction is sent as one batch at COMMIT`);
+    } else if (control === 'begin') {
+      if (kept) cli.out.note(`${cli.out.ce.red('error:')} a transaction is already open (${plural(kept.length)} kept): COMMIT or ROLLBACK it first`);
+      else {
+        kept = [];
+        cli.out.line(c.dim('BEGIN: statements are kept and sent as one atomic batch at COMMIT (nothing runs until then); ROLLBACK discards them'));
+      }
+    } else if (kept === null) {
+      cli.out.note(`${cli.out.ce.red('error:')} no transaction is open (BEGIN starts one)`);
+    } else {
+      const statements = kept;
+      kept = null;
+      if (control === 'commit') return commit(statements);
+      cli.out.line(`ROLLBACK: ${plural(statements.length)} discarded, nothing was sent`);
+    }
+    return Promise.resolve();
+  };
+  const end = () => {
+    if (kept && kept.length > 0) cli.out.note(`the open transaction was discarded: ${plural(kept.length)} not sent`);
+    kept = null;
+  };
+  return { take, open: () => kept !== null, end };
 }
 
 /**
  * Handles the lines one at a time, in order, even while a statement is running; a statement runs
  * once complete. Settles when the shell closes and the last line is done.
  */
-function serve(cli: Cli, rl: Interface, prompts: { first: string; more: string }, work: ShellWork): Promise<void> {
+function serve(cli: Cli, rl: Interface, prompts: { first: string; more: string; txn: string }, work: ShellWork): Promise<void> {
   let buffer = '';
   let queue = Promise.resolve(true);
   return new Promise<void>((resolve) => {
@@ -112,11 +171,14 @@ function serve(cli: Cli, rl: Interface, prompts: { first: string; more: string }
       buffer = '';
       Object.assign(rl as unknown as { line: string; cursor: number }, { line: '', cursor: 0 });
       cli.io.stdout.write(typing ? '^C\n' : '\n(press Ctrl-C again, Ctrl-D or type .quit to leave)\n');
-      rl.setPrompt(prompts.first);
+      rl.setPrompt(work.inTransaction() ? prompts.txn : prompts.first);
       rl.prompt();
     });
     rl.on('close', () => {
-      void queue.then(() => resolve());
+      void queue.then(() => {
+        work.end();
+        resolve();
+      });
     });
     rl.on('line', (line) => {
       interrupted = false;
@@ -134,7 +196,7 @@ function serve(cli: Cli, rl: Interface, prompts: { first: string; more: string }
           buffer = isBlankSql(rest) ? '' : rest;
           for (const statement of statements) await work.run(statement);
         }
-        rl.setPrompt(buffer ? prompts.more : prompts.first);
+        rl.setPrompt(buffer ? prompts.more : work.inTransaction() ? prompts.txn : prompts.first);
         rl.prompt();
         return true;
       });

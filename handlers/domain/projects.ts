@@ -1,10 +1,11 @@
 /**
  * Projects (contract "POST /v0/projects", "GET /v0/projects/{id}"): created stopped on the
  * least-loaded live host agent and never moved (docs/architecture.md "Pieces"); read with the state
- * reconciled by that agent; listed per owner; renamed by the owner (docs/api.md "Decisions": names).
+ * reconciled by that agent; listed per owner; renamed by the owner (docs/api.md "Decisions": names),
+ * who also sets its automatic sleep and backups (docs/lifecycle.md "Automatic sleep and backups").
  */
 import { choosePlacement, listAgents } from '../../shared/db/agents.ts';
-import { createProject as putProject, listProjects, projectView, renameProject as setName } from '../../shared/db/projects.ts';
+import { createProject as putProject, listProjects, projectView, updateProject as writeChanges, type ProjectChanges } from '../../shared/db/projects.ts';
 import { errors } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import type { Project } from '../../shared/schemas/projects.ts';
@@ -46,14 +47,19 @@ export function readProject(deps: Deps, call: LifecycleCall): Promise<Project> {
 }
 
 /**
- * Renames the project and answers it as GET does: the state reconciled first (503 when the agent is
- * not live, and then nothing is renamed), then the new name and `updated_at` recorded
- * with a write that holds only while the project is still the caller's (404 once deleted). A name
- * is kept exactly as given, under the rule of creation. Not receipted: receipts record changes to
- * a project's data (docs/api.md "Receipts"), and a name is not data.
+ * Changes the project (`PATCH`) and answers it as GET does: the state reconciled first (503 when the
+ * agent is not live, and then nothing is changed), then the changes and `updated_at` recorded with a
+ * write that holds only while the project is still the caller's (404 once deleted). A name is kept
+ * exactly as given, under the rule of creation; `auto_sleep_after_s` may not be under the
+ * deployment's `SVCD_AUTO_SLEEP_MIN_S`. Its agent reads the settings from the record
+ * (docs/lifecycle.md "Automatic sleep and backups"). Not receipted: receipts record changes to a
+ * project's data (docs/api.md "Receipts"), and neither a name nor a setting is data.
  */
-export async function renameProject(deps: Deps, call: LifecycleCall & { name: string }): Promise<Project> {
+export async function updateProject(deps: Deps, call: LifecycleCall & { changes: ProjectChanges }): Promise<Project> {
+  const min = deps.settings.SVCD_AUTO_SLEEP_MIN_S;
+  const idle = call.changes.auto_sleep_after_s;
+  if (typeof idle === 'number' && idle < min) throw errors.invalid(`auto_sleep_after_s: must be at least ${min} seconds (SVCD_AUTO_SLEEP_MIN_S), or null to turn it off`);
   await reconciledProject(deps, call);
-  const renamed = await setName(deps.db, call.project.id, call.project.owner, call.name, nowIso(deps.now()));
-  return projectView(renamed);
+  const changed = await writeChanges(deps.db, call.project.id, call.project.owner, call.changes, nowIso(deps.now()));
+  return projectView(changed);
 }

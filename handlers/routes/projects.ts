@@ -1,12 +1,12 @@
 /**
- * Routes: create, read, list, rename and delete projects (contract "POST /v0/projects", "GET
+ * Routes: create, read, list, change (rename, automatic sleep and backups) and delete projects (contract "POST /v0/projects", "GET
  * /v0/projects/{id}"; declared in shared/api/projects.ts; rules in handlers/domain/projects.ts, the
  * deletion in handlers/domain/project-delete.ts and docs/lifecycle.md "Deleting a project").
  */
 import { projects } from '../../shared/api/index.ts';
 import { requireProjectForAgent, requireSession } from '../auth.ts';
 import { deleteProject } from '../domain/project-delete.ts';
-import { createProject, listOwnedProjects, readProject, renameProject } from '../domain/projects.ts';
+import { createProject, listOwnedProjects, readProject, updateProject } from '../domain/projects.ts';
 import { json } from '../http.ts';
 import { implement } from '../implement.ts';
 
@@ -21,7 +21,7 @@ export const implementations = [
   implement(projects.read, requireProjectForAgent, async ({ caller }, ctx) => json(await readProject(ctx.deps, { ...caller, requestId: ctx.requestId }))),
 
   implement(projects.rename, requireProjectForAgent, async ({ caller, body }, ctx) =>
-    json(await renameProject(ctx.deps, { ...caller, requestId: ctx.requestId, name: body.name })),
+    json(await updateProject(ctx.deps, { ...caller, requestId: ctx.requestId, changes: body })),
   ),
 
   implement(projects.remove, requireProjectForAgent, async ({ caller }, ctx) => json(await deleteProject(ctx.deps, { ...caller, requestId: ctx.requestId }))),

@@ -31,6 +31,8 @@ export interface EngineEndpoints {
    * rather than alive and not answering (502)? host-agent/tenants/engine.ts `engineGone`.
    */
   engineGone?(projectId: string, endpoint: EngineEndpoint): Promise<boolean>;
+  /** Marks each request to an engine here as it begins and ends: traffic keeps a tenant awake (host-agent/tenants/idle.ts). */
+  readonly activity?: { touch(projectId: string): () => void };
 }
 
 /** What serving `/v2` needs of the agent. */
@@ -163,10 +165,16 @@ async function toEngine(c: V2Context, req: IncomingMessage, res: ServerResponse,
 export async function serveV2(c: V2Context, req: IncomingMessage, res: ServerResponse, h: Scanned, requestId: string, expectsContinue: boolean, seen: { projectId?: string }): Promise<void> {
   const { projectId, owner } = await admit(c, h, seen);
   const target = await destination(c, h, projectId, owner);
-  // A client that asked `Expect: 100-continue` sends its body only now that every check passed; a refused one never sends it.
-  if (expectsContinue) res.writeContinue();
-  const body = await requestBody(c, req, h);
-  if (body === undefined) return; // the client went away before sending its body
-  if ('peer' in target) return toPeer(c, req, res, h, target.peer, body, { requestId, projectId });
-  return toEngine(c, req, res, h, target.engine, body, { requestId, projectId });
+  // In flight until answered: no automatic sleep meanwhile (docs/lifecycle.md "Automatic sleep and backups").
+  const done = 'engine' in target ? c.endpoints.activity?.touch(projectId) : undefined;
+  try {
+    // A client that asked `Expect: 100-continue` sends its body only now that every check passed; a refused one never sends it.
+    if (expectsContinue) res.writeContinue();
+    const body = await requestBody(c, req, h);
+    if (body === undefined) return; // the client went away before sending its body
+    if ('peer' in target) return await toPeer(c, req, res, h, target.peer, body, { requestId, projectId });
+    return await toEngine(c, req, res, h, target.engine, body, { requestId, projectId });
+  } finally {
+    done?.();
+  }
 }

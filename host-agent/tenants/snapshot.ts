@@ -27,9 +27,10 @@ export interface SnapshotDeps {
 
 /**
  * Backs up the sleeping tenant's data directory and records the snapshot (the caller holds the
- * project's queue). `claim` is told the new id before its backup begins (./holds.ts).
+ * project's queue). `claim` is told the new id before its backup begins (./holds.ts). `automatic`:
+ * taken by the agent after a sleep (./auto-backup.ts).
  */
-export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null, claim: (snapshotId: string) => void = () => {}): Promise<Snapshot> {
+export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null, claim: (snapshotId: string) => void = () => {}, automatic = false): Promise<Snapshot> {
   const { layout, engines } = deps;
   if (engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before taking a snapshot');
   const dataDir = layout.dataDir(projectId);
@@ -54,6 +55,7 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
     backup: pickBackup(backup),
     // Shipped off the machine once recorded (host-agent/backups/backups.ts; docs/lifecycle.md "Off-machine copies").
     offsite: { state: 'pending', completed_at: null },
+    automatic,
   };
   await putSnapshot(deps.db, snapshot);
   deps.logs.append(projectId, `snapshot ${snapshotId} created in ${backupDir}`);

@@ -36,7 +36,8 @@ import { bounded, within } from './processes.ts';
 import { ProjectQueue, shuttingDown } from './queue.ts';
 import { discardReplaced, listReplaced, repairDiscards, type Deletion } from './replaced.ts';
 import { repairRestore, restoreSnapshot, type Restored } from './restore.ts';
-import { takeSnapshot } from './snapshot.ts';
+import { Activity } from './idle.ts';
+import { heldSnapshot, sleepTenant, stopEvery, type AfterSleep, type SleepParts } from './sleep.ts';
 import { coldStart } from './wakeup.ts';
 import { removeSnapshot } from './snapshot-delete.ts';
 import { RecordedStates, type EmitLifecycle } from './state.ts';
@@ -66,6 +67,8 @@ export interface TenantsDeps {
   adoptedPollMs?: number;
   /** Function invocations of a project in flight now (host-agent/functions/runtime.ts; default: none). */
   inFlightInvocations?: (projectId: string) => number;
+  /** In the project's turn after each sleep, once it is answered: the automatic backup (./auto-backup.ts). */
+  afterSleep?: AfterSleep;
 }
 
 /** A restore as done: the state recorded after it, and what it did. */
@@ -81,6 +84,8 @@ export class Tenants {
   readonly logs: TenantLogs;
   /** How this agent starts engines: their user and cgroups (./engine-launch.ts). */
   readonly launch: EngineLaunch;
+  /** `/v2` traffic per engine, which the /v2 listener marks and the automatic sleep reads (./idle.ts). */
+  readonly activity: Activity;
   readonly #deps: TenantsDeps;
   readonly #queue = new ProjectQueue();
   readonly #engines: Engines;
@@ -95,6 +100,7 @@ export class Tenants {
     const { settings, log, now } = deps;
     this.layout = layoutOf(deps.root);
     this.logs = new TenantLogs(this.layout, settings.SVCD_LOG_MAX_BYTES, now);
+    this.activity = new Activity(now);
     this.launch = deps.launch ?? new EngineLaunch({ settings, agentId: deps.agentId, engineBin: deps.engineBin, log });
     this.#engines = new Engines({
       settings,
@@ -213,22 +219,9 @@ export class Tenants {
    * every engine (SIGTERM, timer, SIGKILL), all at once; record them `sleeping`. Idempotent.
    */
   async stopAll(timeoutMs: number = this.#deps.settings.SVCD_ENGINE_STOP_TIMEOUT_MS + 5000): Promise<void> {
-    const { log } = this.#deps;
     if (this.#sweep) clearInterval(this.#sweep);
     await within(this.#queue.close(), timeoutMs);
-    await Promise.all(
-      this.#engines.all().map(async (live) => {
-        try {
-          await this.#engines.stop(live, 'the host agent is stopping');
-        } catch (err) {
-          log(`agent: stopping the engine of ${live.projectId} failed: ${(err as Error).message}`);
-          return;
-        }
-        if (!(await within(this.#states.recordStopped(live.projectId), 3000))) {
-          log(`agent: recording ${live.projectId} as sleeping timed out; the next start corrects it`);
-        }
-      }),
-    );
+    await stopEvery(this.#sleepParts());
     this.launch.sweep();
   }
 
@@ -253,15 +246,14 @@ export class Tenants {
     });
   }
 
-  /** Sleep: any state → `sleeping`; the engine is stopped gracefully; the data directory stays. Idempotent. */
+  /** Sleep: any state → `sleeping`; the engine is stopped gracefully; the data directory stays. Idempotent (./sleep.ts). */
   sleep(projectId: string, recorded: RecordedState): Promise<TenantStateAnswer> {
-    return this.#queue.run(projectId, async () => {
-      const live = this.#engines.get(projectId);
-      if (live) await this.#engines.stop(live, 'sleep');
-      const { answer, changed } = await this.#states.record(projectId, recorded, 'sleeping');
-      if (live || changed) this.#states.notify(projectId, 'project.sleeping', { state: 'sleeping' });
-      return answer;
-    });
+    return sleepTenant(this.#sleepParts(), projectId, recorded, { why: 'sleep' }) as Promise<TenantStateAnswer>;
+  }
+
+  /** The automatic sleep of an idle tenant (./idle.ts): `sleep`, if `stillIdle()` holds in its turn; null when it did not. */
+  sleepIdle(projectId: string, recorded: RecordedState, stillIdle: () => boolean, why: string): Promise<TenantStateAnswer | null> {
+    return sleepTenant(this.#sleepParts(), projectId, recorded, { why, stillIdle });
   }
 
   /**
@@ -307,18 +299,7 @@ export class Tenants {
 
   /** Snapshot: a verified backup of the sleeping tenant's data directory, recorded per the contract. */
   snapshot(projectId: string, label: string | null): Promise<Snapshot> {
-    return this.#queue.run(projectId, async () => {
-      let release = () => {};
-      try {
-        const snapshot = await takeSnapshot(this.#parts(), projectId, label, (id) => {
-          release = this.#holds.hold(projectId, id);
-        });
-        this.#states.notify(projectId, 'snapshot.created', { snapshot_id: snapshot.id, label, created_at: snapshot.created_at });
-        return snapshot;
-      } finally {
-        release();
-      }
-    });
+    return this.#queue.run(projectId, () => heldSnapshot(this.#sleepParts(), projectId, label));
   }
 
   /** Restore: the snapshot swapped in as the data directory (./restore.ts); the tenant stays asleep. */
@@ -383,6 +364,11 @@ export class Tenants {
    */
   deleteProject(projectId: string, request: DeletionRequest, forget: (keyIds: string[]) => void): Promise<ProjectDeletedAnswer> {
     return this.#deletions.delete(projectId, request, forget);
+  }
+
+  /** What a sleep and a snapshot need (./sleep.ts). */
+  #sleepParts(): SleepParts {
+    return { ...this.#parts(), queue: this.#queue, states: this.#states, holds: this.#holds, afterSleep: this.#deps.afterSleep };
   }
 
   /** What head, snapshot, restore and the deletions need. */

@@ -7,6 +7,7 @@ import { pageQuerySchema } from '../schemas/pagination.ts';
 import { projectSchema } from '../schemas/projects.ts';
 import {
   createSnapshotRequestSchema,
+  importAnswerSchema,
   replacedDirSchema,
   replacedListSchema,
   replacedNameSchema,
@@ -143,5 +144,42 @@ export const discardReplaced = route({
   errors: [503],
 });
 
+export const snapshotArchive = route({
+  method: 'GET',
+  path: '/v0/projects/:id/snapshots/:snapshot_id/archive',
+  tag: 'lifecycle',
+  summary: 'Download a snapshot as one file',
+  description:
+    'A tar of the snapshot\'s backup directory (`<snapshot_id>/manifest.json`, `meta.json`, `data.sqlite`), streamed, whatever the tenant\'s state; ' +
+    'from the off-machine copy when the agent no longer holds the directory. `POST …/import` takes it back (docs/lifecycle.md "Export and import").',
+  access: 'session',
+  params: snapshot,
+  answers: {
+    200: {
+      description: 'the archive',
+      content: { type: 'application/x-tar', description: 'a ustar archive the engine\'s `verify` accepts once unpacked' },
+      headers: { 'Content-Length': 'the archive\'s length in bytes', 'Content-Disposition': '`attachment; filename="<project>-<snapshot_id>.tar"`' },
+    },
+  },
+  answerFlow: 'bytes',
+  errors: [503],
+});
+
+export const importArchive = route({
+  method: 'POST',
+  path: '/v0/projects/:id/import',
+  tag: 'lifecycle',
+  summary: 'Import a snapshot archive and restore it',
+  description:
+    'The body is a file `GET …/snapshots/{snapshot_id}/archive` answered (of any project). It becomes a snapshot of this project (label `import`), verified by the engine, ' +
+    'then is restored as `POST …/restore` would: 409 `tenant_running` while the engine runs, the previous data directory kept under `replaced/`. ' +
+    '400 for a body that is not such an archive, 409 `conflict` for one that fails verification, 413 past `SVCD_IMPORT_MAX_BYTES` (docs/lifecycle.md "Export and import").',
+  access: 'session',
+  params: project,
+  body: { flow: 'bytes', media: { type: 'application/x-tar', description: 'the archive, as downloaded' } },
+  answers: { 200: { description: 'restored; `snapshot` is the snapshot the archive became', json: importAnswerSchema } },
+  errors: [409, 413, 502, 503],
+});
+
 /** In the order they are matched. */
-export const routes = [wakeup, sleep, head, createSnapshot, listSnapshots, readSnapshot, deleteSnapshot, restore, listReplaced, discardReplaced] as const;
+export const routes = [wakeup, sleep, head, createSnapshot, listSnapshots, readSnapshot, deleteSnapshot, restore, listReplaced, discardReplaced, snapshotArchive, importArchive] as const;

@@ -44,8 +44,9 @@ export const rename = route({
   method: 'PATCH',
   path: '/v0/projects/:id',
   tag: 'projects',
-  summary: 'Rename a project',
-  description: 'The name follows the rule of creation and is kept exactly as given; answered as GET answers (the state reconciled by the project\'s agent, so 503 when that agent is not live, and nothing is renamed).',
+  summary: 'Rename a project, or set its automatic sleep and backups',
+  description:
+    'Any of `name` (the rule of creation; kept exactly as given), `auto_sleep_after_s` (seconds without `/v2` traffic after which the agent sleeps the running tenant, at least `SVCD_AUTO_SLEEP_MIN_S` (60 by default), at most 30 days; null: off) and `backup` (`{"on_sleep": true, "keep": 7}`: a snapshot labelled `auto` at each sleep that follows writes, copied off the machine, the newest `keep` automatic ones kept; null: off). Answered as GET answers (the state reconciled by the project\'s agent, so 503 when that agent is not live, and nothing is changed). docs/lifecycle.md "Automatic sleep and backups".',
   access: 'session',
   params: project,
   body: { flow: 'json', schema: renameProjectRequestSchema },

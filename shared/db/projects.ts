@@ -2,7 +2,7 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { errors } from '../errors.ts';
 import { projectCountChange } from './accounts.ts';
-import type { Project, ProjectState } from '../schemas/projects.ts';
+import type { BackupPolicy, Project, ProjectState } from '../schemas/projects.ts';
 import { DATA_PLANE, ENGINE_PIN } from '../schemas/projects.ts';
 import type { Db } from './client.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
@@ -30,6 +30,17 @@ export interface ProjectRecord {
   last_backup_at?: string;
   /** The off-machine state of the newest snapshot's copy; absent: no snapshot. */
   last_snapshot_offsite?: 'pending' | 'complete' | 'unavailable';
+  /** Idle seconds after which the agent sleeps the tenant; absent or null: never (docs/lifecycle.md "Automatic sleep and backups"). */
+  auto_sleep_after_s?: number | null;
+  /** Automatic snapshots at sleep; absent or null: none. */
+  backup?: BackupPolicy;
+}
+
+/** What `PATCH /v0/projects/{id}` may change; a field left undefined is left as it is, null clears it. */
+export interface ProjectChanges {
+  name?: string;
+  auto_sleep_after_s?: number | null;
+  backup?: BackupPolicy;
 }
 
 /** The public view of a project (contract "Project"). */
@@ -43,6 +54,8 @@ export function projectView(p: ProjectRecord): Project {
     native: { pin: ENGINE_PIN, data_plane: DATA_PLANE },
     last_backup_at: p.last_backup_at ?? null,
     last_backup_offsite: p.last_snapshot_offsite ?? null,
+    auto_sleep_after_s: p.auto_sleep_after_s ?? null,
+    backup: p.backup ?? null,
   };
 }
 
@@ -59,6 +72,8 @@ export function toRecord(item: Record<string, any>): ProjectRecord {
     ...(item.state_kept === true ? { state_kept: true } : {}),
     ...(typeof item.last_backup_at === 'string' ? { last_backup_at: item.last_backup_at } : {}),
     ...(typeof item.last_snapshot_offsite === 'string' ? { last_snapshot_offsite: item.last_snapshot_offsite as NonNullable<ProjectRecord['last_snapshot_offsite']> } : {}),
+    ...(typeof item.auto_sleep_after_s === 'number' ? { auto_sleep_after_s: item.auto_sleep_after_s } : {}),
+    ...(item.backup ? { backup: { on_sleep: item.backup.on_sleep === true, keep: Number(item.backup.keep) } } : {}),
   };
 }
 
@@ -121,19 +136,33 @@ export async function getOwnedProject(db: Db, projectId: string, accountId: stri
 }
 
 /**
- * Renames a project the account owns and answers it as now recorded; 404 when there is no such
- * project of the account any more (deleted meanwhile).
+ * Changes what `changes` names of a project the account owns (a null setting is removed) and answers
+ * it as now recorded; 404 when there is no such project of the account any more (deleted meanwhile).
  */
-export async function renameProject(db: Db, projectId: string, accountId: string, name: string, at: string): Promise<ProjectRecord> {
+export async function updateProject(db: Db, projectId: string, accountId: string, changes: ProjectChanges, at: string): Promise<ProjectRecord> {
+  const set = ['updated_at = :at'];
+  const remove: string[] = [];
+  const names: Record<string, string> = { '#owner': 'owner' };
+  const values: Record<string, unknown> = { ':at': at, ':owner': accountId };
+  for (const field of ['name', 'auto_sleep_after_s', 'backup'] as const) {
+    const value = changes[field];
+    if (value === undefined) continue;
+    names[`#${field}`] = field;
+    if (value === null) remove.push(`#${field}`);
+    else {
+      set.push(`#${field} = :${field}`);
+      values[`:${field}`] = value;
+    }
+  }
   try {
     const out = await db.doc.send(
       new UpdateCommand({
         TableName: db.table,
         Key: keys.project(projectId),
-        UpdateExpression: 'SET #name = :name, updated_at = :at',
+        UpdateExpression: `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`,
         ConditionExpression: 'attribute_exists(pk) AND #owner = :owner',
-        ExpressionAttributeNames: { '#name': 'name', '#owner': 'owner' },
-        ExpressionAttributeValues: { ':name': name, ':at': at, ':owner': accountId },
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
         ReturnValues: 'ALL_NEW',
       }),
     );

@@ -54,6 +54,8 @@ export interface Snapshot {
   lineage: SnapshotLineage;
   backup: SnapshotBackup;
   offsite: Offsite;
+  /** Taken by the agent after a sleep (docs/lifecycle.md "Automatic sleep and backups"), and pruned past the project's `backup.keep`. */
+  automatic: boolean;
 }
 
 /**
@@ -79,6 +81,7 @@ function toSnapshot(item: Record<string, any>): Snapshot {
     backup: item.backup,
     // A row written before off-machine copies existed has never been copied.
     offsite: item.offsite ?? { state: 'pending', completed_at: null },
+    automatic: item.automatic === true,
   };
 }
 

@@ -33,6 +33,21 @@ export const projectStateSchema = z.enum(['stopped', 'running', 'sleeping']);
 /** A recorded project state. */
 export type ProjectState = z.output<typeof projectStateSchema>;
 
+/** Longest idle time `auto_sleep_after_s` may name: 30 days (docs/lifecycle.md "Automatic sleep and backups"). */
+export const AUTO_SLEEP_MAX_S = 30 * 24 * 3600;
+
+/**
+ * `auto_sleep_after_s`: seconds without `/v2` traffic after which the agent sleeps a running tenant,
+ * or null (off, the default). The lower bound is the deployment's `SVCD_AUTO_SLEEP_MIN_S` (60 by
+ * default), checked by the handlers (docs/lifecycle.md "Automatic sleep and backups").
+ */
+export const autoSleepSchema = z.int().min(1).max(AUTO_SLEEP_MAX_S).nullable();
+
+/** `backup`: an automatic snapshot at each sleep that follows writes, keeping the newest `keep` (default 7); null: off. */
+export const backupPolicySchema = z.strictObject({ on_sleep: z.boolean(), keep: z.int().min(1).max(100).default(7) }).nullable();
+/** A project's automatic-backup setting as stored and answered. */
+export type BackupPolicy = z.output<typeof backupPolicySchema>;
+
 /** Project as answered (the interface contract "Project"). */
 export const projectSchema = z.object({
   id: projectIdSchema,
@@ -45,6 +60,8 @@ export const projectSchema = z.object({
   last_backup_at: timestampSchema.nullable(),
   /** The off-machine state of the newest snapshot's copy; null: the project has no snapshot. */
   last_backup_offsite: z.enum(['pending', 'complete', 'unavailable']).nullable(),
+  auto_sleep_after_s: z.int().nullable(),
+  backup: z.object({ on_sleep: z.boolean(), keep: z.int() }).nullable(),
 });
 /** A project as answered. */
 export type Project = z.output<typeof projectSchema>;
@@ -52,8 +69,16 @@ export type Project = z.output<typeof projectSchema>;
 /** Body of `POST /v0/projects`. */
 export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
 
-/** Body of `PATCH /v0/projects/{id}`: the new name, under the rule of creation. */
-export const renameProjectRequestSchema = z.strictObject({ name: projectNameSchema });
+/**
+ * Body of `PATCH /v0/projects/{id}`: a new name (under the rule of creation), the automatic sleep
+ * and the automatic backups; at least one of them.
+ */
+export const renameProjectRequestSchema = z
+  .strictObject({ name: projectNameSchema.optional(), auto_sleep_after_s: autoSleepSchema.optional(), backup: backupPolicySchema.optional() })
+  .refine((b) => b.name !== undefined || b.auto_sleep_after_s !== undefined || b.backup !== undefined, {
+    path: ['name'],
+    message: 'a name, auto_sleep_after_s or backup is required',
+  });
 
 /** `GET /v0/projects`: a page of the caller's projects. */
 export const projectListSchema = pageAnswerSchema('projects', projectSchema);

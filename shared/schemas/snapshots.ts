@@ -68,6 +68,8 @@ export const snapshotSchema = z.object({
   lineage: snapshotLineageSchema,
   backup: snapshotBackupSchema,
   offsite: offsiteSchema,
+  /** Taken by the agent after a sleep (label `auto`), and deleted past the project's `backup.keep` (docs/lifecycle.md "Automatic sleep and backups"). */
+  automatic: z.boolean(),
 });
 
 /** Answer of `GET …/snapshots`, newest first. */

@@ -18,6 +18,7 @@ import { createS3Client } from '../../shared/blobs/s3.ts';
 import { loadSettings } from '../../shared/config.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { getProjectDeletion } from '../../shared/db/project-delete.ts';
+import { projectSchema } from '../../shared/schemas/projects.ts';
 import { lookupKey } from '../../shared/db/keys.ts';
 import { keys as tableKeys } from '../../shared/db/table.ts';
 import { decodeEnvelope } from '../helpers/envelope.ts';
@@ -115,7 +116,7 @@ describe('project rename and delete', () => {
       await new Promise((r) => setTimeout(r, 5));
       const r = await call(svc, 'PATCH', `/v0/projects/${p.id}`, token, { name: '  after é  ' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      expect(Object.keys(r.body).sort()).toEqual(['created_at', 'id', 'name', 'native', 'state', 'updated_at']);
+      expect(Object.keys(r.body).sort()).toEqual(Object.keys(projectSchema.shape).sort());
       expect(r.body).toMatchObject({ id: p.id, name: '  after é  ', state: 'stopped', created_at: p.created_at, native: p.native });
       expect(Date.parse(r.body.updated_at)).toBeGreaterThan(Date.parse(p.updated_at));
       const read = await call(svc, 'GET', `/v0/projects/${p.id}`, token);
@@ -210,7 +211,7 @@ describe('project rename and delete', () => {
 
       const r = await call(svc, 'DELETE', `/v0/projects/${id}`, token);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      expect(Object.keys(r.body).sort()).toEqual(['created_at', 'id', 'name', 'native', 'state', 'updated_at']);
+      expect(Object.keys(r.body).sort()).toEqual(Object.keys(projectSchema.shape).sort());
       expect(r.body).toMatchObject({ id, name: 'full', state: 'sleeping', created_at: p.created_at });
 
       // The very next /v2 request with its key is 401, with nothing read from anywhere but memory.

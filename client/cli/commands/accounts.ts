@@ -4,7 +4,9 @@
  * never from an argument.
  */
 import type { Command } from 'commander';
+import { SvcError } from '../../errors.ts';
 import { updateProfile, type Profile } from '../config.ts';
+import type { Cli } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { readLine, readSecret } from '../input.ts';
 import type { Registry } from '../program.ts';
@@ -59,9 +61,17 @@ function login(program: Command, r: Registry): void {
     .description('open a session from an account id and its secret (read from stdin or a prompt) and store it')
     .option('--account-id <id>', 'the account id (default: the profile\'s, or a prompt)')
     .option('--base-url <url>', 'the service (default: $SVC_BASE_URL, the profile\'s, or http://127.0.0.1:8787)')
+    .option('--force', 'open a new session even when the stored one is still valid')
     .action(
-      r.action(async (cli, options: { accountId?: string; baseUrl?: string }) => {
+      r.action(async (cli, options: { accountId?: string; baseUrl?: string; force?: boolean }) => {
         const stored = cli.profile();
+        const current = options.force ? null : await validSession(cli, stored, options);
+        if (current) {
+          cli.out.result({ account_id: current.account_id, expires_at: stored!.expires_at ?? null, profile: cli.profileName, config: cli.configFile, reused: true }, () => {
+            cli.out.line(`Already logged in as ${cli.out.c.bold(current.account_id)} on ${stored!.base_url} until ${stored!.expires_at ?? '?'} (no new session opened; --force opens one)`);
+          });
+          return;
+        }
         if (!options.accountId && !stored?.account_id && !cli.io.stdin.isTTY) {
           throw new UsageError('pass --account-id when the secret comes on stdin');
         }
@@ -92,21 +102,60 @@ function login(program: Command, r: Registry): void {
 function logout(program: Command, r: Registry): void {
   program
     .command('logout')
-    .description('end the session on the service and forget the profile: its session, account secret and stored keys')
+    .description('revoke the project keys the CLI issued, end the session on the service and forget the profile')
     .action(
       r.action(async (cli) => {
         const had = cli.profile();
+        // The project keys the CLI issued itself are revoked first (they outlive any session), then
+        // the session ends on the service, so neither is worth anything if it was copied. A key or
+        // session that already ended, or a service that cannot be reached, does not stop the logout;
+        // a key that could not be revoked is named.
+        const revoked = had && !cli.env.SVC_TOKEN ? await revokeCliKeys(cli, had) : { revoked: [], failed: [] };
         if (had?.token && !cli.env.SVC_TOKEN) {
-          // End the session on the service too, so the token is worthless if it was copied; a
-          // session that already ended (or a service that cannot be reached) does not stop the logout.
           await cli.anonymous().withCredentials({ token: had.token }).endSession().catch(() => {});
         }
         updateProfile(cli.dir, cli.profileName, () => null);
-        cli.out.result({ profile: cli.profileName, removed: !!had }, () => {
+        cli.out.result({ profile: cli.profileName, removed: !!had, revoked_keys: revoked.revoked, unrevoked_keys: revoked.failed }, () => {
+          for (const k of revoked.revoked) cli.out.note(cli.out.ce.dim(`revoked project key ${k.key_id} of ${k.project} (issued by the CLI)`));
+          for (const k of revoked.failed) cli.out.note(cli.out.ce.yellow(`could not revoke project key ${k.key_id} of ${k.project} (${k.reason}): revoke it with \`svc keys revoke ${k.project} ${k.key_id}\``));
           cli.out.line(had ? `Logged out: profile "${cli.profileName}" removed from ${cli.configFile}` : `No profile "${cli.profileName}" to remove`);
         });
       }),
     );
+}
+
+/** The stored session when it is for the same account and service and the service still takes it; else null. */
+async function validSession(cli: Cli, stored: Profile | undefined, options: { accountId?: string; baseUrl?: string }): Promise<{ account_id: string } | null> {
+  if (!stored?.token || !stored.account_id || cli.env.SVC_TOKEN) return null;
+  if (options.accountId && options.accountId !== stored.account_id) return null;
+  if (cli.baseUrl(options.baseUrl ?? stored.base_url) !== stored.base_url) return null;
+  const expires = Date.parse(stored.expires_at ?? '');
+  if (Number.isNaN(expires) || expires - 60_000 <= Date.now()) return null;
+  try {
+    return await cli.anonymous(stored.base_url).withCredentials({ token: stored.token }).me();
+  } catch (err) {
+    if (err instanceof SvcError && err.status === 401) return null;
+    throw err;
+  }
+}
+
+/** Revokes the project keys the CLI issued for itself (`keys` of the profile; a key carries its id: `svc1_<key_id>_…`). */
+async function revokeCliKeys(cli: Cli, profile: Profile): Promise<{ revoked: { project: string; key_id: string }[]; failed: { project: string; key_id: string; reason: string }[] }> {
+  const revoked: { project: string; key_id: string }[] = [];
+  const failed: { project: string; key_id: string; reason: string }[] = [];
+  for (const [project, key] of Object.entries(profile.keys ?? {})) {
+    const keyId = /^svc1_([0-9a-f]{32})_/.exec(key)?.[1];
+    if (!keyId) continue;
+    try {
+      await cli.withSession((c) => c.project(project).keys.revoke(keyId));
+      revoked.push({ project, key_id: keyId });
+    } catch (err) {
+      // Gone already (the project was deleted): nothing left to revoke.
+      if (err instanceof SvcError && err.status === 404) continue;
+      failed.push({ project, key_id: keyId, reason: err instanceof SvcError ? err.code : err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return { revoked, failed };
 }
 
 /** `svc whoami`: the account of the session and the profile in use. */

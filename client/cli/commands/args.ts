@@ -23,3 +23,6 @@ export function jsonArg(value: string, name: string): unknown {
     throw new UsageError(`${name} must be JSON (got ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)})`);
   }
 }
+
+/** How PROJECT is described in every command's help (docs/cli.md "Projects by name, and linked directories"). */
+export const PROJECT_HELP = 'the project: a name or an id (default: --project, $SVC_PROJECT, or the linked one)';

@@ -1,7 +1,9 @@
 /**
- * `svc functions deploy|list|get|versions|invoke|logs|rm` (docs/functions.md; docs/cli.md
- * "Functions"). `deploy` sends one bundled ES module file; `invoke` prints the function's answer
- * body on stdout (its status and headers with `--json`) and exits 1 when the status is 400 or more.
+ * `svc functions deploy|dev|list|get|versions|invoke|logs|rm` (docs/functions.md; docs/cli.md
+ * "Functions"). `deploy` sends one ES module: a bundled `.js` as it is, a source (TypeScript, JSX)
+ * bundled with its imports first (../functions/bundle.ts); `invoke` prints the function's answer
+ * body on stdout (its status and headers with `--json`) and exits 1 when the status is 400 or more;
+ * `logs --follow` polls until Ctrl-C.
  */
 import { openAsBlob } from 'node:fs';
 import { Readable } from 'node:stream';
@@ -9,8 +11,11 @@ import type { Command } from 'commander';
 import { CliError, UsageError } from '../errors.ts';
 import { readStdin } from '../input.ts';
 import type { Registry } from '../program.ts';
-import { jsonArg, projectArg } from './args.ts';
+import { jsonArg, projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
+import { devCommand } from './functions-dev.ts';
+import { bundleFunction, needsBundle } from '../functions/bundle.ts';
+import { follow } from '../functions/follow.ts';
 import type { InvokeInit } from '../../functions.ts';
 import type { FunctionInfo } from '../../types.ts';
 import type { Cli } from '../context.ts';
@@ -21,6 +26,9 @@ function whole(value: string | undefined, name: string): number | undefined {
   return Number(value);
 }
 
+/** The page `logs --follow` polls: the most the logs route answers. */
+const FOLLOW_PAGE = 1000;
+
 const row = (f: FunctionInfo) => [f.name, f.version, f.size, f.timeout_ms, f.memory_mb, f.max_concurrency, f.updated_at];
 const head = ['name', 'version', 'bytes', 'timeout_ms', 'memory_mb', 'max_concurrency', 'updated_at'];
 
@@ -28,6 +36,7 @@ const head = ['name', 'version', 'bytes', 'timeout_ms', 'memory_mb', 'max_concur
 export function register(program: Command, r: Registry): void {
   const functions = program.command('functions').description("a project's functions: deploy, invoke, read their logs");
   deploy(functions, r);
+  devCommand(functions, r);
   list(functions, r);
   get(functions, r);
   versions(functions, r);
@@ -40,21 +49,29 @@ export function register(program: Command, r: Registry): void {
 function deploy(functions: Command, r: Registry): void {
   functions
     .command('deploy')
-    .description('deploy a bundled ES module (export default { fetch(request, env) }) as the function\'s new version')
-    .argument('<project>', 'the project id')
+    .description('deploy a module (export default { fetch(request, env, ctx) }) as the function\'s new version: TypeScript and npm imports are bundled first')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the function name: a-z, 0-9 and -, starting with a letter')
-    .argument('<file>', 'the module file ("-" for stdin)')
+    .argument('<file>', 'a source (.ts, .tsx, .jsx, …: bundled with its imports by esbuild), a bundled .js/.mjs (sent as it is), or "-" for stdin')
+    .option('--bundle', 'bundle a .js/.mjs too (its imports included)')
+    .option('--no-bundle', 'send the file as it is')
     .option('--timeout-ms <ms>', 'wall-clock limit of one invocation, 100 to 60000 (default 10000)')
     .option('--memory-mb <mib>', 'heap limit of each worker, 32 to 1024 (default 128)')
     .option('--max-concurrency <n>', 'invocations at once, 1 to 64 (default 8)')
     .action(
-      r.action(async (cli, id: string, name: string, file: string, options: { timeoutMs?: string; memoryMb?: string; maxConcurrency?: string }) => {
+      r.action(async (cli, id: string, name: string, file: string, options: { bundle?: boolean; timeoutMs?: string; memoryMb?: string; maxConcurrency?: string }) => {
         cli.failure.project = projectArg(id);
         let module: Blob | string;
-        try {
-          module = file === '-' ? await readStdin(cli.io.stdin) : await openAsBlob(file);
-        } catch (err) {
-          throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        if (needsBundle(file, options.bundle)) {
+          const bundle = await bundleFunction(file, cli.cwd);
+          module = bundle.code;
+          cli.out.note(cli.out.ce.dim(`bundled ${file} and ${bundle.inputs.length - 1} more file${bundle.inputs.length === 2 ? '' : 's'} with esbuild: ${Buffer.byteLength(bundle.code)} bytes, its source map inside (stacks in the logs name the sources)`));
+        } else {
+          try {
+            module = file === '-' ? await readStdin(cli.io.stdin) : await openAsBlob(file);
+          } catch (err) {
+            throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+          }
         }
         const settings = {
           ...(options.timeoutMs !== undefined ? { timeoutMs: whole(options.timeoutMs, '--timeout-ms')! } : {}),
@@ -69,7 +86,7 @@ function deploy(functions: Command, r: Registry): void {
 
 /** `svc functions list`. */
 function list(functions: Command, r: Registry): void {
-  listOptions(functions.command('list').description("the project's functions").argument('<project>', 'the project id')).action(
+  listOptions(functions.command('list').description("the project's functions").argument('<project>', PROJECT_HELP)).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
       await printList(cli, options, (c, page) => c.project(id).functions.list(page), { field: 'functions', head, row, more: `svc functions list ${id}` });
@@ -82,7 +99,7 @@ function get(functions: Command, r: Registry): void {
   functions
     .command('get')
     .description('one function and its current version')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the function name')
     .action(
       r.action(async (cli, id: string, name: string) => {
@@ -96,7 +113,7 @@ function get(functions: Command, r: Registry): void {
 /** `svc functions versions`: newest first. */
 function versions(functions: Command, r: Registry): void {
   listOptions(
-    functions.command('versions').description("a function's deployed versions, newest first").argument('<project>', 'the project id').argument('<name>', 'the function name'),
+    functions.command('versions').description("a function's deployed versions, newest first").argument('<project>', PROJECT_HELP).argument('<name>', 'the function name'),
   ).action(
     r.action(async (cli, id: string, name: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
@@ -115,7 +132,7 @@ function invoke(functions: Command, r: Registry): void {
   functions
     .command('invoke')
     .description('call the function (with SVC_KEY, as that project key) and print its answer')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the function name')
     .argument('[path]', 'the path after /invoke, such as /users/7', '')
     .option('-X, --method <method>', 'the HTTP method (default GET, POST with --data)')
@@ -176,19 +193,52 @@ function logs(functions: Command, r: Registry): void {
   functions
     .command('logs')
     .description("the last lines of the function's console, secrets redacted")
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the function name')
     .option('--tail <n>', 'lines, 1 to 1000 (default 100)')
+    .option('-f, --follow', 'keep printing new lines until Ctrl-C (polls every second; with --json one JSON string per line)')
     .action(
-      r.action(async (cli, id: string, name: string, options: { tail?: string }) => {
+      r.action(async (cli, id: string, name: string, options: { tail?: string; follow?: boolean }) => {
         cli.failure.project = projectArg(id);
         const tail = whole(options.tail, '--tail');
-        const logs = await cli.withSession((c) => c.project(id).functions.logs(name, tail === undefined ? {} : { tail }));
-        cli.out.result(logs, () => {
-          for (const line of logs.lines) cli.out.line(line);
-        });
+        if (!options.follow) {
+          const logs = await cli.withSession((c) => c.project(id).functions.logs(name, tail === undefined ? {} : { tail }));
+          cli.out.result(logs, () => {
+            for (const line of logs.lines) cli.out.line(line);
+          });
+          return;
+        }
+        await followLogs(cli, id, name, tail);
       }),
     );
+}
+
+/** Prints the last lines, then each new one until Ctrl-C (or SIGTERM), which ends cleanly (exit 0). */
+async function followLogs(cli: Cli, id: string, name: string, tail: number | undefined): Promise<void> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let first = true;
+  try {
+    await follow(
+      async () => {
+        // Always a full page, so that answers line up and no line is missed between polls.
+        const logs = await cli.withSession((c) => c.project(id).functions.logs(name, { tail: FOLLOW_PAGE, signal: stop.signal }));
+        if (first) cli.out.note(cli.out.ce.dim(`following the logs of ${name} (Ctrl-C to stop)`));
+        first = false;
+        return logs.lines;
+      },
+      (line) => cli.io.stdout.write(cli.out.json ? `${JSON.stringify(line)}\n` : `${line}\n`),
+      stop.signal,
+      { firstTail: tail ?? 100 },
+    );
+  } catch (err) {
+    if (!stop.signal.aborted) throw err;
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
 }
 
 /** `svc functions rm`. */
@@ -196,7 +246,7 @@ function rm(functions: Command, r: Registry): void {
   functions
     .command('rm')
     .description('delete the function (invocations in flight finish)')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the function name')
     .action(
       r.action(async (cli, id: string, name: string) => {

@@ -1,7 +1,7 @@
 /** `svc keys create|list|revoke` (the interface contract "Project key", "Key states"; docs/dataplane.md "Keys"). */
 import type { Command } from 'commander';
 import type { Registry } from '../program.ts';
-import { projectArg } from './args.ts';
+import { projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Registers the key commands. */
@@ -11,7 +11,7 @@ export function register(program: Command, r: Registry): void {
   keys
     .command('create')
     .description('issue a key; its secret is shown this once')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .option('--label <label>', 'a label, at most 64 characters')
     .action(
       r.action(async (cli, id: string, options: { label?: string }) => {
@@ -24,7 +24,7 @@ export function register(program: Command, r: Registry): void {
       }),
     );
 
-  listOptions(keys.command('list').description('every key, revoked ones included; never a secret').argument('<project>', 'the project id')).action(
+  listOptions(keys.command('list').description('every key, revoked ones included; never a secret').argument('<project>', PROJECT_HELP)).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
       await printList(cli, options, (c, page) => c.project(id).keys.list(page), {
@@ -39,7 +39,7 @@ export function register(program: Command, r: Registry): void {
   keys
     .command('revoke')
     .description('revoke a key: the very next /v2 request with it is refused')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<key_id>', 'the key id (32 hex)')
     .action(
       r.action(async (cli, id: string, keyId: string) => {

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { Snapshot } from '../../types.ts';
 import type { Registry } from '../program.ts';
 import { UsageError } from '../errors.ts';
-import { projectArg } from './args.ts';
+import { projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
 import { printProject } from './projects.ts';
 
@@ -31,7 +31,7 @@ function wakeupAndSleep(program: Command, r: Registry): void {
     program
       .command(name)
       .description(description)
-      .argument('<project>', 'the project id')
+      .argument('<project>', PROJECT_HELP)
       .action(
         r.action(async (cli, id: string) => {
           cli.failure.project = projectArg(id);
@@ -47,7 +47,7 @@ function head(program: Command, r: Registry): void {
   program
     .command('head')
     .description('what the engine says about itself: a live probe when running, its offline status when asleep')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .action(
       r.action(async (cli, id: string) => {
         cli.failure.project = projectArg(id);
@@ -62,7 +62,7 @@ function restore(program: Command, r: Registry): void {
   program
     .command('restore')
     .description("replace the sleeping project's data directory by a snapshot's state (the previous one is kept aside)")
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<snapshot>', 'the snapshot id')
     .action(
       r.action(async (cli, id: string, snapshotId: string) => {
@@ -82,7 +82,7 @@ function snapshotCommands(program: Command, r: Registry): void {
   snapshots
     .command('create')
     .description('take a snapshot (the project must be asleep: `svc sleep PROJECT`)')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .option('--label <label>', 'a label, at most 64 characters')
     .action(
       r.action(async (cli, id: string, options: { label?: string }) => {
@@ -92,7 +92,7 @@ function snapshotCommands(program: Command, r: Registry): void {
       }),
     );
 
-  listOptions(snapshots.command('list').description("the project's snapshots, newest first").argument('<project>', 'the project id')).action(
+  listOptions(snapshots.command('list').description("the project's snapshots, newest first").argument('<project>', PROJECT_HELP)).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
       await printList(cli, options, (c, page) => c.project(id).snapshots.list(page), { field: 'snapshots', head: snapshotHead, row: printSnapshot, more: `svc snapshots list ${id}` });
@@ -102,7 +102,7 @@ function snapshotCommands(program: Command, r: Registry): void {
   snapshots
     .command('delete')
     .description('delete a snapshot and its backup directory')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<snapshot>', 'the snapshot id')
     .action(
       r.action(async (cli, id: string, snapshotId: string) => {
@@ -115,7 +115,7 @@ function snapshotCommands(program: Command, r: Registry): void {
   snapshots
     .command('get')
     .description('one snapshot')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<snapshot>', 'the snapshot id')
     .action(
       r.action(async (cli, id: string, snapshotId: string) => {
@@ -131,7 +131,7 @@ function logs(program: Command, r: Registry): void {
   program
     .command('logs')
     .description("the engine's last log lines; --follow keeps printing new ones until Ctrl-C")
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .option('--tail <n>', 'lines, 1 to 10000 (default 100)')
     .option('-f, --follow', 'keep printing new lines')
     .action(

@@ -5,7 +5,7 @@ import type { Cli } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { readLine } from '../input.ts';
 import type { Registry } from '../program.ts';
-import { projectArg } from './args.ts';
+import { projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Prints one project (human output). */
@@ -48,7 +48,7 @@ export function register(program: Command, r: Registry): void {
   projects
     .command('rename')
     .description('give the project a new name')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the new name (1 to 64 characters)')
     .action(
       r.action(async (cli, id: string, name: string) => {
@@ -61,7 +61,7 @@ export function register(program: Command, r: Registry): void {
   projects
     .command('delete')
     .description('stop the engine and delete the project with its keys, storage, snapshots, secrets, functions and data')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .option('--yes', 'do not ask (required when stdin is not a terminal)')
     .action(
       r.action(async (cli, id: string, options: { yes?: boolean }) => {
@@ -79,7 +79,7 @@ export function register(program: Command, r: Registry): void {
   projects
     .command('get')
     .description('one project, its state reconciled with the live engine')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .action(
       r.action(async (cli, id: string) => {
         cli.failure.project = projectArg(id);

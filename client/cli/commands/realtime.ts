@@ -9,7 +9,7 @@ import type { Cli } from '../context.ts';
 import { UsageError } from '../errors.ts';
 import { readStdin } from '../input.ts';
 import type { Registry } from '../program.ts';
-import { jsonArg, projectArg } from './args.ts';
+import { jsonArg, projectArg, PROJECT_HELP } from './args.ts';
 
 /** Registers the realtime commands. */
 export function register(program: Command, r: Registry): void {
@@ -18,7 +18,7 @@ export function register(program: Command, r: Registry): void {
   realtime
     .command('tail')
     .description('print the events of the channels as they are delivered (with SVC_KEY, as that project key)')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<channels...>', 'one or more channels ("system" carries lifecycle events)')
     .option('--count <n>', 'leave after this many events')
     .action(
@@ -57,7 +57,7 @@ export function register(program: Command, r: Registry): void {
   realtime
     .command('publish')
     .description('publish an event to a channel (owner session); the payload is JSON, "-" reads it from stdin')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<channel>', 'the channel')
     .argument('<event>', 'the event name')
     .argument('[payload]', 'a JSON value (default null), or "-" for stdin')

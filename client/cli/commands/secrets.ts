@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { readSecret } from '../input.ts';
 import type { Registry } from '../program.ts';
-import { projectArg } from './args.ts';
+import { projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
 
 /** Registers the secrets and receipts commands. */
@@ -16,7 +16,7 @@ export function register(program: Command, r: Registry): void {
   secrets
     .command('set')
     .description('create or rotate a secret; the value is read from stdin or a hidden prompt')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the name: A-Z, 0-9 and _, starting with a letter')
     .action(
       // A third argument (the value) is refused by commander: values never travel as arguments.
@@ -28,7 +28,7 @@ export function register(program: Command, r: Registry): void {
       }),
     );
 
-  listOptions(secrets.command('list').description('names and versions of the secrets').argument('<project>', 'the project id')).action(
+  listOptions(secrets.command('list').description('names and versions of the secrets').argument('<project>', PROJECT_HELP)).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
       await printList(cli, options, (c, page) => c.project(id).secrets.list(page), {
@@ -43,7 +43,7 @@ export function register(program: Command, r: Registry): void {
   secrets
     .command('rm')
     .description('delete a secret')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('<name>', 'the secret name')
     .action(
       r.action(async (cli, id: string, name: string) => {
@@ -53,7 +53,7 @@ export function register(program: Command, r: Registry): void {
       }),
     );
 
-  listOptions(program.command('receipts').description('receipts of receipted changes, newest first').argument('<project>', 'the project id')).action(
+  listOptions(program.command('receipts').description('receipts of receipted changes, newest first').argument('<project>', PROJECT_HELP)).action(
     r.action(async (cli, id: string, options: ListOptions) => {
       cli.failure.project = projectArg(id);
       await printList(cli, options, (c, page) => c.project(id).receipts.list(page), {

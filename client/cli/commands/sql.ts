@@ -14,7 +14,8 @@ import type { Registry } from '../program.ts';
 import { runShell } from '../shell.ts';
 import { printResult, resultJson } from '../sql-output.ts';
 import { isBlankSql, splitStatements } from '../sql-split.ts';
-import { jsonArg, projectArg } from './args.ts';
+import { groupTransactions } from '../sql-transaction.ts';
+import { jsonArg, projectArg, PROJECT_HELP } from './args.ts';
 
 /**
  * Runs `work` with the project's data-plane client; a key the CLI stored earlier that the service
@@ -32,12 +33,25 @@ export async function withDataClient<T>(cli: Cli, projectId: string, work: (clie
   }
 }
 
+/**
+ * The statements a script sends. A script runs as one transaction already, so its `BEGIN` and
+ * `COMMIT` (as `sqlite3 .dump` writes them) are dropped, and what a `ROLLBACK` ends is not sent
+ * (docs/cli.md "Transactions").
+ */
+function scriptStatements(statements: string[]): string[] {
+  try {
+    return groupTransactions(statements).flatMap((u) => (u.kind === 'batch' ? u.statements : [u.sql]));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 /** Registers `svc sql`. */
 export function register(program: Command, r: Registry): void {
   program
     .command('sql')
     .description('run SQL on the project (POST /v2/sql): a statement, a script on stdin, or an interactive shell')
-    .argument('<project>', 'the project id')
+    .argument('<project>', PROJECT_HELP)
     .argument('[statement]', 'the SQL to run; several statements separated by ";" run as one transaction')
     .option('--params <json>', 'arguments of a single statement: a JSON array (?) or object (:name)')
     .action(
@@ -50,8 +64,9 @@ export function register(program: Command, r: Registry): void {
           return;
         }
         const text = statement ?? (await readStdin(cli.io.stdin));
-        const { statements, rest } = splitStatements(text);
-        if (!isBlankSql(rest)) statements.push(rest.trim());
+        const split = splitStatements(text);
+        if (!isBlankSql(split.rest)) split.statements.push(split.rest.trim());
+        const statements = scriptStatements(split.statements);
         if (statements.length === 0) throw new UsageError('no SQL to run (give a statement, or pipe a script on stdin)');
         if (params !== undefined && statements.length > 1) throw new UsageError('--params goes with a single statement');
         const results = await withDataClient(cli, id, (client) =>
