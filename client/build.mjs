@@ -42,6 +42,8 @@ export async function buildClient(root, out) {
     logLevel: 'warning',
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
+  // `svc functions dev` runs the agent's function supervisor as it is (docs/functions.md "Running locally").
+  cpSync(join(root, 'host-agent/functions/supervisor.js'), join(clientOut, 'supervisor.js'));
   buildDeclarations(root, join(clientOut, 'types'));
 }
 
