@@ -240,8 +240,8 @@ describe('automatic backups', () => {
     expect((await snapshotsOf(id)).map((s) => s.id)).toContain(manual.body.id);
     const receipts = (await call(svc, 'GET', `/v0/projects/${id}/receipts`, token)).body.receipts as any[];
     expect(receipts.filter((r) => r.op === 'snapshot.delete')).toEqual([expect.objectContaining({ target: taken[0], actor: 'system', request_id: expect.stringMatching(/^req_[0-9a-f]{16}$/) })]);
-    expect(existsSync(svc.agent.ctx.tenants.layout.backupDir(id, taken[0]))).toBe(false);
-    expect(await waitFor(() => !existsSync(join(backups.dir, id, taken[0])), 5000, 50)).toBe(true);
-    expect(existsSync(join(backups.dir, id, taken[2]))).toBe(true);
+    expect(existsSync(svc.agent.ctx.tenants.layout.backupDir(id, taken[0]!))).toBe(false);
+    expect(await waitFor(() => !existsSync(join(backups.dir, id, taken[0]!)), 5000, 50)).toBe(true);
+    expect(existsSync(join(backups.dir, id, taken[2]!))).toBe(true);
   }, 90_000);
 });
