@@ -2,6 +2,7 @@
  * What every handler receives: `deps`, built once per isolate from validated settings (no module
  * reads env or opens a client at import time), and the per-request context.
  */
+import type { ResumableBytes } from '../shared/blobs/multipart.ts';
 import type { BlobStore } from '../shared/blobs/store.ts';
 import type { IRequest, RouterType } from 'itty-router';
 import type { Settings } from '../shared/config.ts';
@@ -28,6 +29,8 @@ export interface Deps {
   placement: PlacementCache;
   /** The deployment's `s3` blob store (shared/blobs/s3.ts), built on first use once per isolate. */
   s3Blobs: () => BlobStore;
+  /** The `s3` bytes of resumable uploads (shared/blobs/multipart-s3.ts), built on first use once per isolate. */
+  s3Resumable: () => ResumableBytes;
   /** Server-side log (shared/log.ts): structured lines, never a secret. */
   log: Log;
   now: () => number;

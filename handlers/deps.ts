@@ -1,4 +1,6 @@
 /** Builds the handlers' `deps` from an environment record, once per isolate or process. */
+import type { ResumableBytes } from '../shared/blobs/multipart.ts';
+import { s3ResumableBytes } from '../shared/blobs/multipart-s3.ts';
 import { createAgentClient } from '../shared/agent-client.ts';
 import { s3BlobStore } from '../shared/blobs/s3.ts';
 import type { BlobStore } from '../shared/blobs/store.ts';
@@ -18,6 +20,7 @@ export function buildDeps(env: Record<string, unknown>, log?: Log, db: DbOptions
   const settings = loadSettings(env);
   const now = () => Date.now();
   let s3: BlobStore | undefined;
+  let s3Uploads: ResumableBytes | undefined;
   return {
     settings,
     db: createDb(settings, db),
@@ -28,6 +31,7 @@ export function buildDeps(env: Record<string, unknown>, log?: Log, db: DbOptions
     placement: new PlacementCache({ now }),
     // Built on first use: a deployment on the fs backend never opens an S3 client.
     s3Blobs: () => (s3 ??= s3BlobStore(settings)),
+    s3Resumable: () => (s3Uploads ??= s3ResumableBytes(settings)),
     // JSON lines through console unless the entry brings its own (pino on Node: handlers/node-server.ts).
     log: log ?? consoleLog('handlers', settings.SVCD_LOG_LEVEL),
     now,

@@ -25,6 +25,7 @@ import * as openapi from './routes/openapi.ts';
 import * as projects from './routes/projects.ts';
 import * as realtime from './routes/realtime.ts';
 import * as receipts from './routes/receipts.ts';
+import * as resumable from './routes/resumable.ts';
 import * as secrets from './routes/secrets.ts';
 import * as tickets from './routes/tickets.ts';
 
@@ -45,6 +46,7 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
   buckets,
   tickets,
   objects,
+  resumable,
   webConsole,
 ].flatMap((m) => m.implementations);
 

@@ -30,6 +30,7 @@ import * as functionEnvRoutes from './routes/function-env.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import * as realtimeRoutes from './routes/realtime.ts';
 import * as blobRoutes from './routes/blobs.ts';
+import * as resumableRoutes from './routes/resumable.ts';
 import { createFsBlobStore } from './blobs/fs-store.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import * as logRoutes from './routes/logs.ts';
@@ -38,6 +39,7 @@ import * as functionRoutes from './routes/functions.ts';
 import { moduleBlobStore } from './functions/modules.ts';
 import { FunctionRuntime } from './functions/runtime.ts';
 import { sweepBlobTempPeriodically, sweepLeftovers } from './sweep.ts';
+import { sweepUploadsPeriodically } from './blobs/resumable-sweep.ts';
 import { AgentMetrics, observeFunctionInvocation, startMetricsListener } from './metrics.ts';
 import type { Log } from '../shared/log.ts';
 import { within } from './tenants/processes.ts';
@@ -191,7 +193,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
 async function startInternal(ctx: AgentContext, held: ListenerSource | undefined): Promise<Served> {
   const { settings, log } = ctx;
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, resumableRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -298,6 +300,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // Off-machine copies a crash left pending are shipped beside traffic (docs/lifecycle.md "Off-machine copies").
   const resumingBackups = ctx.backups.resume().catch((err: Error) => log(`agent: resuming off-machine copies failed: ${err.message}`));
   const stopTempSweep = sweepBlobTempPeriodically(ctx);
+  const stopUploadSweep = sweepUploadsPeriodically(ctx);
   const { internal, dataplane, metrics } = await startListeners(ctx, options);
   const internalUrl = settings.SVCD_AGENT_URL ?? internal.url;
   const dataplaneUrl = settings.SVCD_DATAPLANE_URL ?? dataplane.url;
@@ -318,6 +321,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
         clearInterval(heartbeat);
         idle.stop();
         stopTempSweep();
+        stopUploadSweep();
         ctx.realtime.close();
         await Promise.all(servers.map((s) => s.close()));
         // A sweep still reading DynamoDB is let finish (bounded): it removes only what it judged.

@@ -45,6 +45,9 @@ export const settingsSchema = z.object({
   // The largest object a resumable upload stores, and how long an unfinished one lives after its last PATCH (docs/storage.md "Resumable uploads").
   SVCD_STORAGE_MAX_OBJECT_BYTES: int(0, 5 * 1024 ** 4).default(5 * 1024 ** 3),
   SVCD_RESUMABLE_EXPIRY_SECONDS: int(1, 30 * 24 * 3600).default(24 * 3600),
+  // The largest object a resumable upload stores, and how long an unfinished one lives after its last PATCH (docs/storage.md "Resumable uploads").
+  SVCD_STORAGE_MAX_OBJECT_BYTES: int(0, 5 * 1024 ** 4).default(5 * 1024 ** 3),
+  SVCD_RESUMABLE_EXPIRY_SECONDS: int(1, 30 * 24 * 3600).default(24 * 3600),
   SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
   SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),

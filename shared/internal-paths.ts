@@ -22,6 +22,10 @@ export const internalPaths = {
   keyInvalidate: (keyId: string) => `${INTERNAL_PREFIX}/keys/${keyId}/invalidate`,
   /** `PUT`, `GET`, `DELETE`: one `fs` blob. */
   blob: (projectId: string, name: string) => `${INTERNAL_PREFIX}/blobs/${projectId}/${name}`,
+  /** `PATCH` (append), `DELETE`: the `fs` file of a resumable upload (docs/storage.md "Resumable uploads"). */
+  upload: (projectId: string, uploadId: string) => `${INTERNAL_PREFIX}/uploads/${projectId}/${uploadId}`,
+  /** `POST`: the resumable upload becomes its blob. */
+  uploadFinish: (projectId: string, uploadId: string) => `${INTERNAL_PREFIX}/uploads/${projectId}/${uploadId}/finish`,
   /** `POST`: a lifecycle operation of the project (docs/lifecycle.md). */
   lifecycle: (projectId: string, op: LifecycleOp) => `${project(projectId)}/${op}`,
   /** `DELETE`: one snapshot of the project. */
@@ -54,6 +58,7 @@ export const ROUTE_PARAMS = {
   keyId: ':key_id',
   project: ':project',
   name: ':name',
+  upload: ':upload',
   snapshotId: ':snapshot_id',
 } as const;
 

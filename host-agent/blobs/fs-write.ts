@@ -64,7 +64,7 @@ export async function writeBlobFile(root: string, tmp: string, target: string, b
     if (length !== null && size !== length) throw errors.invalid('body: shorter than its declared length');
     const etag = await file.close();
     file = undefined;
-    await install(root, tmp, target);
+    await installBlob(root, tmp, target);
     return { size, etag };
   } catch (err) {
     // Not cancelled: cancelling would destroy the request and with it the 413 still to answer.
@@ -167,7 +167,7 @@ class TempFile {
 }
 
 /** Renames the complete temp file into place and makes the rename (and any new directory) durable. */
-async function install(root: string, tmp: string, target: string): Promise<void> {
+export async function installBlob(root: string, tmp: string, target: string): Promise<void> {
   const created = await mkdir(dirname(target), { recursive: true });
   await rename(tmp, target);
   await syncDir(dirname(target));

@@ -59,6 +59,7 @@ export const ROUTES: readonly RouteDecl[] = [
   ...storage.bucketRoutes,
   ...storage.ticketRoutes,
   ...storage.objectRoutes,
+  ...storage.resumableRoutes,
   service.consolePage,
   service.consoleFile,
   ...dataplane.routes,

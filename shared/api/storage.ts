@@ -22,6 +22,9 @@ import { pageQuerySchema } from '../schemas/pagination.ts';
 import { project } from './projects.ts';
 import { route, type Method, type RequestBody } from './route.ts';
 
+// Resumable uploads (TUS) belong to this namespace (docs/storage.md "Resumable uploads").
+export { createResumable, deleteResumable, headResumable, patchResumable, resumableOptions, resumableRoutes } from './resumable.ts';
+
 const bucket = { ...project, bucket: bucketNameSchema };
 const object = { ...bucket, key: objectKeySchema };
 

@@ -86,6 +86,8 @@ export const prefixes = {
   bucket: 'BKT#',
   object: 'OBJ#',
   blobDeletion: 'BLOBDEL#',
+  /** A resumable upload (shared/db/uploads.ts, docs/storage.md "Resumable uploads"). */
+  upload: 'UPL#',
   fn: 'FN#',
   fnVersion: 'FNV#',
   realtimeTicket: 'RTT#',
@@ -111,6 +113,7 @@ export const keys = {
   projectKey: (projectId: string, keyId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.key}${keyId}` }),
   keyLookup: (keyId: string) => ({ pk: `${prefixes.key}${keyId}`, sk: 'KEY' }),
   bucket: (projectId: string, bucket: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.bucket}${bucket}` }),
+  upload: (projectId: string, uploadId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.upload}${uploadId}` }),
   /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
   objectsOf: (projectId: string) => ({ pk: `${prefixes.project}${projectId}` }),
   /** A function's current version (shared/db/functions.ts). */

@@ -24,6 +24,13 @@ export const CORS_ALLOW_HEADERS = [
   'If-Range',
   // EventSource sends it when it reconnects; the service ignores it (docs/realtime.md).
   'Last-Event-ID',
+  // Resumable uploads (TUS 1.0.0; docs/storage.md "Resumable uploads").
+  'Tus-Resumable',
+  'Upload-Length',
+  'Upload-Offset',
+  'Upload-Metadata',
+  'Upload-Defer-Length',
+  'Upload-Concat',
 ] as const;
 
 /** Answer headers a cross-origin script may read (answered in `Access-Control-Expose-Headers`). */
@@ -38,6 +45,16 @@ export const CORS_EXPOSE_HEADERS = [
   'WWW-Authenticate',
   'Content-Length',
   'Accept-Ranges',
+  // Resumable uploads (TUS 1.0.0; docs/storage.md "Resumable uploads").
+  'Location',
+  'Tus-Resumable',
+  'Tus-Version',
+  'Tus-Extension',
+  'Tus-Max-Size',
+  'Upload-Offset',
+  'Upload-Length',
+  'Upload-Metadata',
+  'Upload-Expires',
 ] as const;
 
 /** Methods any route of the service takes (function invocations take any of them). */

@@ -65,7 +65,36 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
   const { name, written } = prepared.blob ?? (await writeBlob(deps, store, input, contentType ?? current?.content_type));
 
   // 2. The conditional flip of the row to that blob, with its receipt.
-  let prev = current;
+  return { kind: 'stored', ...(await flipRow(deps, { requestId, accountId, project, backend, store, bucket, key, contentType, precondition, current, name, written, afterAnswer: input.afterAnswer })) };
+}
+
+/** What `flipRow` flips a row to, and from what it read. */
+export interface Flip {
+  requestId: string;
+  accountId: string;
+  project: ProjectRecord;
+  backend: BlobBackend;
+  store: BlobStore;
+  bucket: string;
+  key: string;
+  contentType: string | null;
+  precondition: PutPrecondition;
+  /** The row as read before the bytes were written. */
+  current: ObjectRecord | null;
+  /** The new blob and what its store said of it. */
+  name: string;
+  written: BlobWritten;
+  afterAnswer(task: Promise<void>): void;
+}
+
+/**
+ * Flips the row of `bucket/key` to a blob just written (a PUT's, a completed resumable upload's,
+ * docs/storage.md "Resumable uploads"), with its receipt, retrying over other writers; removes the
+ * blob when it cannot, and hands the replaced blob's deletion to `afterAnswer`.
+ */
+export async function flipRow(deps: Deps, flip: Flip): Promise<{ row: ObjectRecord; replaced: boolean }> {
+  const { requestId, accountId, project, backend, store, bucket, key, contentType, precondition, name, written } = flip;
+  let prev = flip.current;
   for (let attempt = 1; ; attempt++) {
     // Judged again on every row read: the flip below is conditioned on exactly this row.
     const failed = preconditionFailure(precondition, prev, bucket, key);
@@ -101,8 +130,8 @@ export async function putObject(deps: Deps, input: PutInput): Promise<PutResult>
       // 3. Only now is the previous blob unreferenced: it is deleted after the answer, off the
       // client's wait. Should that never happen (a crash, a store that is down), what is left is an
       // unreferenced blob, never a row without bytes.
-      if (prev?.blob) input.afterAnswer(discardBlob(deps, requestId, project, prev.backend, prev.blob, prev.backend === backend ? store : undefined));
-      return { kind: 'stored', row: next, replaced: prev?.state === 'stored' };
+      if (prev?.blob) flip.afterAnswer(discardBlob(deps, requestId, project, prev.backend, prev.blob, prev.backend === backend ? store : undefined));
+      return { row: next, replaced: prev?.state === 'stored' };
     }
     if (attempt >= FLIP_ATTEMPTS) {
       await discardBlob(deps, requestId, project, backend, name, store);

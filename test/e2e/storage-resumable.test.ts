@@ -1,0 +1,296 @@
+/**
+ * Resumable uploads over HTTP through `{base_url}` (docs/storage.md "Resumable uploads"), on both
+ * backends (`s3` against s3rver): tus-js-client uploading 100 MiB in 8 MiB chunks through a proxy
+ * that cuts the connection in the middle, then resuming; the limits (a chunk over one request's,
+ * a total over the largest object); termination; expiry with its bytes removed; and kill -9 of the
+ * agent at random points of an upload, which always leaves a resumable upload or a stored object.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import * as tus from 'tus-js-client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { tempDir } from '../helpers/env.ts';
+import { startSuiteStack } from '../helpers/stack.ts';
+import { s3TestSettings } from '../setup/s3rver.ts';
+
+const MiB = 1024 * 1024;
+const MAX_OBJECT = 200 * MiB;
+const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+const meta = (m: Record<string, string>) =>
+  Object.entries(m)
+    .map(([k, v]) => `${k} ${Buffer.from(v).toString('base64')}`)
+    .join(',');
+
+/** A TCP proxy to `target` that can cut every connection once `cutAfter` client bytes have passed. */
+function cuttingProxy(target: URL, cutAfter: number): Promise<{ url: string; cuts: () => number; close(): void }> {
+  let passed = 0;
+  let cuts = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    client.on('data', (d: Buffer) => {
+      passed += d.byteLength;
+      if (cuts === 0 && passed >= cutAfter) {
+        cuts++;
+        for (const s of sockets) s.destroy();
+        return;
+      }
+      if (!upstream.write(d)) client.pause();
+    });
+    upstream.on('drain', () => client.resume());
+    upstream.pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      resolve({ url: `http://127.0.0.1:${port}`, cuts: () => cuts, close: () => server.close() });
+    }),
+  );
+}
+
+/** One tus-js-client upload to its end or its first error (no automatic retry). */
+function tusUpload(data: Buffer, options: tus.UploadOptions): Promise<{ url: string | null; error: Error | null; firstOffset: number | null }> {
+  return new Promise((resolve) => {
+    let firstOffset: number | null = null;
+    const upload = new tus.Upload(data, {
+      chunkSize: 8 * MiB,
+      retryDelays: null,
+      ...options,
+      onProgress: (sent) => (firstOffset ??= sent),
+      onSuccess: () => resolve({ url: upload.url, error: null, firstOffset }),
+      onError: (error) => resolve({ url: upload.url, error, firstOffset }),
+    });
+    upload.start();
+  });
+}
+
+/** Sends a request with `headers` and a body of `bytes` zeros (or none); answers status and headers. */
+function raw(url: string, method: string, headers: Record<string, string>, bytes = 0): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+    });
+    req.on('error', reject);
+    if (bytes > 0) req.write(Buffer.alloc(bytes));
+    req.end();
+  });
+}
+
+function filesUnder(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (backend) => {
+  let stack: Stack;
+  let dir: ReturnType<typeof tempDir>;
+  let auth: Record<string, string>;
+  let storage: string;
+  let endpoint: string;
+
+  beforeAll(async () => {
+    dir = tempDir(`svc-resumable-${backend}-`);
+    stack = await startSuiteStack(dir.dir, {
+      SVCD_STORAGE_MAX_OBJECT_BYTES: String(MAX_OBJECT),
+      SVCD_RESUMABLE_EXPIRY_SECONDS: '600',
+      ...(backend === 's3' ? s3TestSettings(inject('s3Endpoint')) : {}),
+    });
+    const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      (await (await fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).json()) as Record<string, string>;
+    const { token } = await post('/v0/signup', {});
+    auth = { authorization: `Bearer ${token}` };
+    const { id } = await post('/v0/projects', { name: 'resumable' }, auth);
+    storage = `${stack.url}/v0/projects/${id}/storage`;
+    endpoint = `${storage}/resumable`;
+    expect((await fetch(`${storage}/buckets/big`, { method: 'PUT', headers: auth })).status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    dir?.cleanup();
+  });
+
+  const uploadsDir = () => join(stack.agents[0]!.root, 'blobs', '.uploads');
+  const object = async (key: string) => {
+    const res = await fetch(`${storage}/objects/big/${key}`, { headers: auth });
+    return { status: res.status, etag: res.headers.get('etag'), body: Buffer.from(await res.arrayBuffer()) };
+  };
+
+  it('tus-js-client: 100 MiB in 8 MiB chunks, the connection cut in the middle, then resumed', async () => {
+    const data = randomBytes(100 * MiB);
+    const proxy = await cuttingProxy(new URL(stack.url), 52 * MiB);
+    try {
+      const via = endpoint.replace(stack.url, proxy.url);
+      const metadata = { bucket: 'big', key: 'films/big.bin', content_type: 'video/mp4' };
+      const first = await tusUpload(data, { endpoint: via, headers: { ...auth }, metadata });
+      expect(proxy.cuts()).toBe(1);
+      expect(first.error).not.toBeNull();
+      expect(first.url).toMatch(/\/storage\/resumable\/upl_[0-9a-f]{16}$/);
+      const head = await fetch(first.url!.replace(proxy.url, stack.url), { method: 'HEAD', headers: { ...auth, 'tus-resumable': '1.0.0' } });
+      const offset = Number(head.headers.get('upload-offset'));
+      expect(offset % (8 * MiB)).toBe(0);
+      expect(offset).toBeGreaterThan(0);
+      // Resumed from where the service says it stands, by a new client given the upload's URL.
+      const second = await tusUpload(data, { uploadUrl: first.url!, headers: { ...auth }, metadata });
+      expect(second.error).toBeNull();
+      expect(second.firstOffset).toBeGreaterThanOrEqual(offset);
+    } finally {
+      proxy.close();
+    }
+    const got = await object('films/big.bin');
+    expect(got.status).toBe(200);
+    expect(got.body.byteLength).toBe(data.byteLength);
+    expect(sha256(got.body)).toBe(sha256(data));
+    if (backend === 'fs') expect(got.etag).toBe(`"${sha256(data)}"`);
+    const list = (await (await fetch(`${storage}/objects?bucket=big`, { headers: auth })).json()) as { objects: { key: string; state: string; size: number }[] };
+    expect(list.objects).toEqual([expect.objectContaining({ key: 'films/big.bin', state: 'stored', size: 100 * MiB, content_type: 'video/mp4' })]);
+    const receipts = (await (await fetch(`${storage.replace('/storage', '')}/receipts`, { headers: auth })).json()) as { receipts: { op: string; target: string }[] };
+    expect(receipts.receipts.filter((r) => r.op === 'object.put' && r.target === 'big/films/big.bin')).toHaveLength(1);
+    if (backend === 'fs') expect(filesUnder(uploadsDir())).toEqual([]);
+  }, 300_000);
+
+  it('refuses a chunk over one request\'s limit and a total over the largest object, with 413', async () => {
+    const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
+    const over = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': String(MAX_OBJECT + 1), 'upload-metadata': meta({ bucket: 'big', key: 'x' }) });
+    expect(over.status).toBe(413);
+    const created = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': String(64 * MiB), 'upload-metadata': meta({ bucket: 'big', key: 'limits' }) });
+    expect(created.status).toBe(201);
+    expect(created.headers['tus-resumable']).toBe('1.0.0');
+    const url = `${stack.url}${created.headers.location}`;
+    // Declared over 32 MiB: refused before a byte is read (the body is drained while answered).
+    const chunk = await raw(url, 'PATCH', { ...tusAuth, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', 'content-length': String(33 * MiB) }, 33 * MiB);
+    expect(chunk.status).toBe(413);
+    const wrongOffset = await raw(url, 'PATCH', { ...tusAuth, 'upload-offset': '5', 'content-type': 'application/offset+octet-stream', 'content-length': '1' }, 1);
+    expect(wrongOffset.status).toBe(409);
+    const noVersion = await raw(url, 'HEAD', auth);
+    expect(noVersion.status).toBe(400);
+    const options = await raw(endpoint, 'OPTIONS', {});
+    expect(options.status).toBe(204);
+    expect(options.headers['tus-extension']).toBe('creation,creation-with-upload,termination,expiration');
+    expect(options.headers['tus-max-size']).toBe(String(MAX_OBJECT));
+    // Termination: the bytes go, the upload is 404 after.
+    const some = await raw(url, 'PATCH', { ...tusAuth, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', 'content-length': String(MiB) }, MiB);
+    expect(some.status).toBe(204);
+    expect(some.headers['upload-offset']).toBe(String(MiB));
+    expect((await raw(url, 'DELETE', tusAuth)).status).toBe(204);
+    expect((await raw(url, 'HEAD', tusAuth)).status).toBe(404);
+    if (backend === 'fs') expect(filesUnder(uploadsDir())).toEqual([]);
+    expect((await object('limits')).status).toBe(404);
+  }, 60_000);
+
+  it('creation with upload, and a 0-byte upload, each become an object', async () => {
+    const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
+    const small = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': '3', 'upload-metadata': meta({ bucket: 'big', filename: 'abc.txt', filetype: 'text/plain' }), 'content-type': 'application/offset+octet-stream', 'content-length': '3' }, 3);
+    expect(small.status).toBe(201);
+    expect(small.headers['upload-offset']).toBe('3');
+    const got = await object('abc.txt');
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(Buffer.alloc(3));
+    const empty = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': '0', 'upload-metadata': meta({ bucket: 'big', key: 'empty' }) });
+    expect(empty.status).toBe(201);
+    expect((await object('empty')).body.byteLength).toBe(0);
+    // A finished upload still answers where it stands.
+    const head = await raw(`${stack.url}${small.headers.location}`, 'HEAD', tusAuth);
+    expect(head.status).toBe(200);
+    expect(head.headers['upload-offset']).toBe('3');
+  }, 60_000);
+
+  it('another account, and no credential, get 404 and 401', async () => {
+    const created = await raw(endpoint, 'POST', { ...auth, 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': meta({ bucket: 'big', key: 'mine' }) });
+    const url = `${stack.url}${created.headers.location}`;
+    const { token } = (await (await fetch(`${stack.url}/v0/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { token: string };
+    expect((await raw(url, 'HEAD', { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' })).status).toBe(404);
+    expect((await raw(url, 'HEAD', { 'tus-resumable': '1.0.0' })).status).toBe(401);
+  });
+  it('kill -9 of the agent at random points leaves a resumable upload or the stored object, never a row without its bytes', async () => {
+    const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
+    const chunk = 8 * MiB;
+    for (let round = 0; round < 4; round++) {
+      const data = randomBytes(3 * chunk);
+      const key = `killed-${round}`;
+      const created = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': String(data.byteLength), 'upload-metadata': meta({ bucket: 'big', key }) });
+      expect(created.status).toBe(201);
+      const url = `${stack.url}${created.headers.location}`;
+      const patch = (offset: number) => fetch(url, { method: 'PATCH', headers: { ...tusAuth, 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream' }, body: data.subarray(offset, offset + chunk) });
+      const sending = (async () => {
+        for (let offset = 0; offset < data.byteLength; offset += chunk) if ((await patch(offset)).status !== 204) return;
+      })().catch(() => {});
+      await new Promise((r) => setTimeout(r, Math.random() * 600));
+      const agent = stack.agents[0]!.process;
+      const exited = new Promise((r) => agent.once('exit', r));
+      agent.kill('SIGKILL');
+      await exited;
+      await sending;
+      await stack.restartAgent(0);
+      // Resumable (HEAD answers an offset the bytes before which are kept), or already the object.
+      const head = await fetch(url, { method: 'HEAD', headers: tusAuth });
+      expect(head.status).toBe(200);
+      let offset = Number(head.headers.get('upload-offset'));
+      expect(offset % chunk === 0 || offset === data.byteLength).toBe(true);
+      const before = await object(key);
+      if (offset < data.byteLength) expect(before.status).toBe(404);
+      while (offset < data.byteLength) {
+        const res = await patch(offset);
+        expect(res.status).toBe(204);
+        offset = Number(res.headers.get('upload-offset'));
+      }
+      const got = await object(key);
+      expect(got.status).toBe(200);
+      expect(sha256(got.body)).toBe(sha256(data));
+    }
+    if (backend === 'fs') expect(filesUnder(uploadsDir())).toEqual([]);
+  }, 300_000);
+});
+
+describe.each(['fs', 's3'] as const)('resumable uploads expire on the %s backend', (backend) => {
+  let stack: Stack;
+  let dir: ReturnType<typeof tempDir>;
+  let tusAuth: Record<string, string>;
+  let endpoint: string;
+
+  beforeAll(async () => {
+    dir = tempDir(`svc-resumable-expiry-${backend}-`);
+    stack = await startSuiteStack(dir.dir, { SVCD_RESUMABLE_EXPIRY_SECONDS: '2', ...(backend === 's3' ? s3TestSettings(inject('s3Endpoint')) : {}) });
+    const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      (await (await fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).json()) as Record<string, string>;
+    const { token } = await post('/v0/signup', {});
+    tusAuth = { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' };
+    const { id } = await post('/v0/projects', { name: 'expiry' }, { authorization: `Bearer ${token}` });
+    endpoint = `${stack.url}/v0/projects/${id}/storage/resumable`;
+    expect((await fetch(`${stack.url}/v0/projects/${id}/storage/buckets/bkt`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } })).status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    dir?.cleanup();
+  });
+
+  it('an unfinished upload answers 404 after its expiry, and its bytes are removed by the agent without being asked', async () => {
+    const start = (key: string) => raw(endpoint, 'POST', { ...tusAuth, 'upload-length': String(8 * MiB), 'upload-metadata': meta({ bucket: 'bkt', key }), 'content-type': 'application/offset+octet-stream', 'content-length': String(MiB) }, MiB);
+    const asked = await start('asked');
+    const left = await start('left');
+    expect(asked.status).toBe(201);
+    expect(left.status).toBe(201);
+    expect(Date.parse(String(asked.headers['upload-expires']))).toBeGreaterThan(Date.now() - 5000);
+    const uploads = join(stack.agents[0]!.root, 'blobs', '.uploads');
+    if (backend === 'fs') expect(filesUnder(uploads)).toHaveLength(2);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await raw(`${stack.url}${asked.headers.location}`, 'HEAD', tusAuth)).status).toBe(404);
+    // The other one, never asked about again: the agent's sweep (every 2 s here) removes it.
+    if (backend === 'fs') await expect.poll(() => filesUnder(uploads), { timeout: 10_000, interval: 500 }).toEqual([]);
+    await expect.poll(async () => (await raw(`${stack.url}${left.headers.location}`, 'HEAD', tusAuth)).status, { timeout: 10_000 }).toBe(404);
+  }, 60_000);
+});
