@@ -33,6 +33,7 @@ import * as blobRoutes from './routes/blobs.ts';
 import * as resumableRoutes from './routes/resumable.ts';
 import { createFsBlobStore } from './blobs/fs-store.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
+import * as archiveRoutes from './routes/archive.ts';
 import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
 import * as functionRoutes from './routes/functions.ts';
@@ -193,7 +194,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
 async function startInternal(ctx: AgentContext, held: ListenerSource | undefined): Promise<Served> {
   const { settings, log } = ctx;
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, resumableRoutes, lifecycleRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, resumableRoutes, lifecycleRoutes, archiveRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,

@@ -30,6 +30,10 @@ export const internalPaths = {
   lifecycle: (projectId: string, op: LifecycleOp) => `${project(projectId)}/${op}`,
   /** `DELETE`: one snapshot of the project. */
   snapshot: (projectId: string, snapshotId: string) => `${project(projectId)}/snapshots/${snapshotId}`,
+  /** `GET`: one snapshot as a tar archive (docs/lifecycle.md "Export and import"). */
+  snapshotArchive: (projectId: string, snapshotId: string) => `${project(projectId)}/snapshots/${snapshotId}/archive`,
+  /** `POST`: an archive imported and restored (`?state=&updated_at=&actor=`, body the tar). */
+  importArchive: (projectId: string) => `${project(projectId)}/import`,
   /** `GET`: the project's previous data directories. */
   replaced: (projectId: string) => `${project(projectId)}/replaced`,
   /** `DELETE`: one previous data directory (its name already encoded for a path). */

@@ -110,3 +110,9 @@ export const restoreAnswerSchema = z.object({
     backup: snapshotBackupSchema,
   }),
 });
+
+/**
+ * Answer of `POST …/import` (docs/lifecycle.md "Export and import"): the restore answer of the
+ * snapshot the archive became, and that snapshot.
+ */
+export const importAnswerSchema = restoreAnswerSchema.extend({ snapshot: snapshotSchema });
