@@ -1,4 +1,7 @@
-/** `svc projects create|list|get` (the interface contract "POST /v0/projects", "GET /v0/projects/{id}"). */
+/**
+ * `svc projects create|list|get|rename|update|delete` (the interface contract "POST /v0/projects", "GET
+ * /v0/projects/{id}"; the automatic sleep and backups: docs/lifecycle.md "Automatic sleep and backups").
+ */
 import type { Command } from 'commander';
 import type { Project } from '../../types.ts';
 import type { Cli } from '../context.ts';
@@ -7,12 +10,23 @@ import { readLine } from '../input.ts';
 import type { Registry } from '../program.ts';
 import { projectArg, PROJECT_HELP } from './args.ts';
 import { listOptions, printList, type ListOptions } from './lists.ts';
+import { changesOf, describeAutoSleep, describeBackup, describeLastBackup, formatSeconds, type UpdateOptions } from './project-settings.ts';
 
 /** Prints one project (human output). */
 export function printProject(cli: Cli, project: Project): void {
   const c = cli.out.c;
   const state = project.state === 'running' ? c.green(project.state) : project.state === 'sleeping' ? c.yellow(project.state) : project.state;
-  cli.out.fields({ id: project.id, name: project.name, state, created_at: project.created_at, updated_at: project.updated_at, engine: `${project.native.pin} (data plane ${project.native.data_plane})` });
+  cli.out.fields({
+    id: project.id,
+    name: project.name,
+    state,
+    created_at: project.created_at,
+    updated_at: project.updated_at,
+    engine: `${project.native.pin} (data plane ${project.native.data_plane})`,
+    auto_sleep: describeAutoSleep(project),
+    backup: describeBackup(project),
+    last_backup: describeLastBackup(project),
+  });
 }
 
 /** Registers the project commands. */
@@ -38,8 +52,16 @@ export function register(program: Command, r: Registry): void {
     r.action(async (cli, options: ListOptions) => {
       await printList(cli, options, (c, page) => c.projects.list(page), {
         field: 'projects',
-        head: ['id', 'name', 'state', 'created_at'],
-        row: (p) => [p.id, p.name, p.state, p.created_at],
+        head: ['id', 'name', 'state', 'created_at', 'auto_sleep', 'backup', 'last_backup'],
+        row: (p) => [
+          p.id,
+          p.name,
+          p.state,
+          p.created_at,
+          p.auto_sleep_after_s === null ? 'off' : formatSeconds(p.auto_sleep_after_s),
+          p.backup?.on_sleep ? `keep ${p.backup.keep}` : 'off',
+          p.last_backup_at === null ? (p.last_backup_offsite ?? '') : `${p.last_backup_at} (${p.last_backup_offsite})`,
+        ],
         more: 'svc projects list',
       });
     }),
@@ -54,6 +76,23 @@ export function register(program: Command, r: Registry): void {
       r.action(async (cli, id: string, name: string) => {
         cli.failure.project = projectArg(id);
         const project = await cli.withSession((c) => c.project(id).rename(name));
+        cli.out.result(project, () => printProject(cli, project));
+      }),
+    );
+
+  projects
+    .command('update')
+    .description('change the name, the automatic sleep or the automatic backups of the project')
+    .argument('<project>', PROJECT_HELP)
+    .option('--name <name>', 'a new name (1 to 64 characters)')
+    .option('--auto-sleep <duration>', 'sleep the engine after this long without /v2 traffic: 90s, 10m, 2h, 1d; off: never')
+    .option('--backup <on|off>', 'on: a snapshot at each sleep that follows writes, copied off the machine; off: none')
+    .option('--backup-keep <n>', 'how many automatic snapshots to keep, 1 to 100 (default 7; implies --backup on)')
+    .action(
+      r.action(async (cli, id: string, options: UpdateOptions) => {
+        cli.failure.project = projectArg(id);
+        const changes = changesOf(options);
+        const project = await cli.withSession((c) => c.project(id).update(changes));
         cli.out.result(project, () => printProject(cli, project));
       }),
     );
@@ -78,7 +117,8 @@ export function register(program: Command, r: Registry): void {
 
   projects
     .command('get')
-    .description('one project, its state reconciled with the live engine')
+    .alias('show')
+    .description('one project, its state reconciled with the live engine, its settings and its recovery point')
     .argument('<project>', PROJECT_HELP)
     .action(
       r.action(async (cli, id: string) => {
