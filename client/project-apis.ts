@@ -3,13 +3,14 @@
  * directories, keys, function secrets, realtime and receipts. Each method takes its route from
  * ./routes.gen.ts and its types from the route's declaration.
  */
-import type { CallOptions, Transport } from './http.ts';
+import { withCleanup, type CallOptions, type Transport } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
 import { subscribe, type SubscribeOptions } from './realtime.ts';
 import * as R from './routes.gen.ts';
 import type {
   CreateKeyInput,
   CreateSnapshotInput,
+  Imported,
   IssuedKey,
   KeyRecord,
   KeysPage,
@@ -57,6 +58,26 @@ export class SnapshotsApi extends ProjectApi {
   /** `DELETE …/snapshots/{snapshot_id}`: removes the snapshot and its backup directory. */
   delete(snapshotId: string, call?: CallOptions): Promise<Snapshot> {
     return this.t.call(R.lifecycle.deleteSnapshot, { params: { ...this.project, snapshot_id: snapshotId } }, call);
+  }
+
+  /** `GET …/snapshots/{snapshot_id}/archive`: the snapshot as one tar, a stream, with its size (docs/lifecycle.md "Export and import"). */
+  async download(snapshotId: string, call?: CallOptions): Promise<{ body: ReadableStream<Uint8Array>; size: number | null; filename: string | null }> {
+    const { response, done } = await this.t.open(R.lifecycle.snapshotArchive, { params: { ...this.project, snapshot_id: snapshotId }, streaming: true }, call);
+    const length = response.headers.get('content-length');
+    const filename = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? null;
+    const body = response.body ? withCleanup(response.body, done) : new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    if (!response.body) done();
+    return { body, size: length === null ? null : Number(length), filename };
+  }
+
+  /**
+   * `POST …/import`: a tar `download` answered becomes a snapshot of this project and is restored
+   * (the tenant asleep). `size` lets Node send the stream with its length.
+   */
+  import(archive: Blob | ReadableStream<Uint8Array>, options: CallOptions & { size?: number } = {}): Promise<Imported> {
+    const size = archive instanceof Blob ? archive.size : options.size;
+    const headers: Record<string, string> = { 'content-type': 'application/x-tar', ...(size !== undefined ? { 'content-length': String(size) } : {}) };
+    return this.t.call(R.lifecycle.importArchive, { params: this.project, body: archive, headers, streaming: true }, options);
   }
 }
 

@@ -58,11 +58,13 @@ export const lifecycle = {
   deleteSnapshot: site<typeof api.lifecycle.deleteSnapshot>('DELETE', '/v0/projects/:id/snapshots/:snapshot_id', 'session'),
   discardReplaced: site<typeof api.lifecycle.discardReplaced>('DELETE', '/v0/projects/:id/replaced/:name', 'session'),
   head: site<typeof api.lifecycle.head>('GET', '/v0/projects/:id/head', 'session'),
+  importArchive: site<typeof api.lifecycle.importArchive>('POST', '/v0/projects/:id/import', 'session'),
   listReplaced: site<typeof api.lifecycle.listReplaced>('GET', '/v0/projects/:id/replaced', 'session'),
   listSnapshots: site<typeof api.lifecycle.listSnapshots>('GET', '/v0/projects/:id/snapshots', 'session'),
   readSnapshot: site<typeof api.lifecycle.readSnapshot>('GET', '/v0/projects/:id/snapshots/:snapshot_id', 'session'),
   restore: site<typeof api.lifecycle.restore>('POST', '/v0/projects/:id/restore', 'session'),
   sleep: site<typeof api.lifecycle.sleep>('POST', '/v0/projects/:id/sleep', 'session'),
+  snapshotArchive: site<typeof api.lifecycle.snapshotArchive>('GET', '/v0/projects/:id/snapshots/:snapshot_id/archive', 'session'),
   wakeup: site<typeof api.lifecycle.wakeup>('POST', '/v0/projects/:id/wakeup', 'session'),
 };
 

@@ -58,6 +58,8 @@ const CALLS: ((c: SvcClient, signal: AbortSignal) => unknown)[] = [
   (c) => c.project(PRJ).snapshots.list().first(),
   (c) => c.project(PRJ).snapshots.get('snap_x'),
   (c) => c.project(PRJ).snapshots.delete('snap_x'),
+  (c) => c.project(PRJ).snapshots.download('snap_x'),
+  (c) => c.project(PRJ).snapshots.import(new Blob(['tar'])),
   (c) => c.project(PRJ).replaced.list().first(),
   (c) => c.project(PRJ).replaced.delete('data.replaced-x'),
   (c) => c.project(PRJ).keys.create(),

@@ -71,6 +71,8 @@ export type SnapshotBackup = Snapshot['backup'];
 export type SnapshotsPage = AnswerOf<typeof api.lifecycle.listSnapshots, 200>;
 /** Restore's answer. */
 export type Restored = AnswerOf<typeof api.lifecycle.restore, 200>;
+/** The answer of an import: the restore, and the snapshot the archive became. */
+export type Imported = AnswerOf<typeof api.lifecycle.importArchive, 200>;
 /** A previous data directory restore moved aside. */
 export type ReplacedDir = AnswerOf<typeof api.lifecycle.discardReplaced, 200>;
 /** A page of previous data directories, newest first. */
