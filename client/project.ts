@@ -54,8 +54,16 @@ export class ProjectClient {
   }
 
   /** `PATCH /v0/projects/{id}`: renames the project. */
-  rename(name: RenameProjectInput['name'], call?: CallOptions): Promise<Project> {
+  rename(name: NonNullable<RenameProjectInput['name']>, call?: CallOptions): Promise<Project> {
     return this.#t.call(R.projects.rename, { params: this.#params, json: { name } }, call);
+  }
+
+  /**
+   * `PATCH /v0/projects/{id}`: any of `name`, `auto_sleep_after_s` and `backup` (null turns a setting
+   * off; docs/lifecycle.md "Automatic sleep and backups"); answers the project as now recorded.
+   */
+  update(changes: RenameProjectInput, call?: CallOptions): Promise<Project> {
+    return this.#t.call(R.projects.rename, { params: this.#params, json: changes }, call);
   }
 
   /**

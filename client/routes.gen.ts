@@ -72,6 +72,10 @@ export const logs = {
   engineLogs: site<typeof api.logs.engineLogs>('GET', '/v0/projects/:id/logs', 'session'),
 };
 
+export const moves = {
+  relocate: site<typeof api.moves.relocate>('POST', '/v0/projects/:id/relocate', 'session'),
+};
+
 export const projects = {
   create: site<typeof api.projects.create>('POST', '/v0/projects', 'session'),
   list: site<typeof api.projects.list>('GET', '/v0/projects', 'session'),
@@ -106,12 +110,15 @@ export const service = {
 };
 
 export const storage = {
+  createResumable: site<typeof api.storage.createResumable>('POST', '/v0/projects/:id/storage/resumable', 'session'),
   deleteBucket: site<typeof api.storage.deleteBucket>('DELETE', '/v0/projects/:id/storage/buckets/:bucket', 'session'),
   deleteObject: site<typeof api.storage.deleteObject>('DELETE', '/v0/projects/:id/storage/objects', 'session'),
   deleteObjectByPath: site<typeof api.storage.deleteObjectByPath>('DELETE', '/v0/projects/:id/storage/objects/:bucket/:key+', 'session'),
+  deleteResumable: site<typeof api.storage.deleteResumable>('DELETE', '/v0/projects/:id/storage/resumable/:upload', 'session'),
   downloadTicket: site<typeof api.storage.downloadTicket>('POST', '/v0/projects/:id/storage/downloads', 'session'),
   getObject: site<typeof api.storage.getObject>('GET', '/v0/projects/:id/storage/objects/:bucket/:key+', 'session', [304]),
   headObject: site<typeof api.storage.headObject>('HEAD', '/v0/projects/:id/storage/objects/:bucket/:key+', 'session', [304]),
+  headResumable: site<typeof api.storage.headResumable>('HEAD', '/v0/projects/:id/storage/resumable/:upload', 'session'),
   listBuckets: site<typeof api.storage.listBuckets>('GET', '/v0/projects/:id/storage/buckets', 'session'),
   listObjects: site<typeof api.storage.listObjects>('GET', '/v0/projects/:id/storage/objects', 'session'),
   noKeyRoutes: [
@@ -120,7 +127,9 @@ export const storage = {
     site<(typeof api.storage.noKeyRoutes)[number]>('HEAD', '/v0/projects/:id/storage/objects/:bucket', 'session'),
     site<(typeof api.storage.noKeyRoutes)[number]>('DELETE', '/v0/projects/:id/storage/objects/:bucket', 'session'),
   ],
+  patchResumable: site<typeof api.storage.patchResumable>('PATCH', '/v0/projects/:id/storage/resumable/:upload', 'session'),
   putBucket: site<typeof api.storage.putBucket>('PUT', '/v0/projects/:id/storage/buckets/:bucket', 'session'),
   putObject: site<typeof api.storage.putObject>('PUT', '/v0/projects/:id/storage/objects/:bucket/:key+', 'session'),
+  resumableOptions: site<typeof api.storage.resumableOptions>('OPTIONS', '/v0/projects/:id/storage/resumable', 'none'),
   uploadTicket: site<typeof api.storage.uploadTicket>('POST', '/v0/projects/:id/storage/uploads', 'session'),
 };

@@ -4,12 +4,15 @@
  * and `backup` (answers, bounds, authorization), a tenant slept once idle past its setting and kept
  * awake by traffic, never woken, an automatic snapshot after a sleep that followed writes and none
  * after one that did not, copied off the machine, and the automatic snapshots past `keep` deleted
- * with receipts while manual ones stay.
+ * with receipts while manual ones stay; `svc projects update|get|list` set and show them.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run as runCli } from '../../client/cli/program.ts';
+import { serveFetch } from '../../shared/http/node-http.ts';
 import { tempDir } from '../helpers/env.ts';
 import { call, createProject, sleep, wake, waitFor } from '../helpers/lifecycle.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
@@ -244,4 +247,44 @@ describe('automatic backups', () => {
     expect(await waitFor(() => !existsSync(join(backups.dir, id, taken[0]!)), 5000, 50)).toBe(true);
     expect(existsSync(join(backups.dir, id, taken[2]!))).toBe(true);
   }, 90_000);
+});
+
+describe('svc projects update|show|list', () => {
+  it('set the settings and show them with the recovery point; refuse bad options before any request', async () => {
+    const served = await serveFetch((request) => svc.app.fetch(request), { host: '127.0.0.1', port: 0 });
+    const config = tempDir('svc-cli-config-');
+    const cli = async (...argv: string[]) => {
+      const stdout = new PassThrough();
+      const stderr = new PassThrough();
+      const chunks: Buffer[] = [];
+      stdout.on('data', (c: Buffer) => chunks.push(c));
+      stderr.on('data', (c: Buffer) => chunks.push(c));
+      const env = { SVC_BASE_URL: served.url, SVC_TOKEN: token, SVC_CONFIG_DIR: config.dir, NO_COLOR: '1' };
+      const code = await runCli(argv, { stdin: Readable.from([]), stdout, stderr }, env);
+      return { code, out: Buffer.concat(chunks).toString('utf8') };
+    };
+    try {
+      const { id } = await project('cli');
+      const set = await cli('projects', 'update', id, '--auto-sleep', '10m', '--backup-keep', '3', '--json');
+      expect(set.code, set.out).toBe(0);
+      expect(JSON.parse(set.out)).toMatchObject({ id, auto_sleep_after_s: 600, backup: { on_sleep: true, keep: 3 }, last_backup_at: null });
+      const shown = await cli('projects', 'show', id);
+      expect(shown.code, shown.out).toBe(0);
+      expect(shown.out).toMatch(/auto_sleep\s+after 10m without \/v2 traffic/);
+      expect(shown.out).toMatch(/backup\s+at each sleep that follows writes, newest 3 kept/);
+      expect(shown.out).toMatch(/last_backup\s+none off the machine \(no snapshot\)/);
+      const listed = await cli('projects', 'list');
+      expect(listed.out.split('\n').find((l) => l.startsWith(id))).toMatch(/\b10m\s+keep 3\b/);
+      for (const bad of [[], ['--auto-sleep', 'soon'], ['--backup', 'maybe'], ['--backup-keep', '0']]) {
+        expect((await cli('projects', 'update', id, ...bad)).code, bad.join(' ')).toBe(2);
+      }
+      const below = await cli('projects', 'update', id, '--auto-sleep', '1s');
+      expect([below.code, below.out]).toEqual([1, expect.stringMatching(/auto_sleep_after_s: must be at least 2 seconds/)]);
+      const off = await cli('projects', 'update', id, '--auto-sleep', 'off', '--backup', 'off', '--json');
+      expect(JSON.parse(off.out)).toMatchObject({ auto_sleep_after_s: null, backup: null });
+    } finally {
+      await served.close();
+      config.cleanup();
+    }
+  }, 30_000);
 });
