@@ -67,7 +67,7 @@ function App(): VNode {
   }
   return html`<div>
     <header class="top">
-      <a class="brand" href="#/projects">svc-cloud console</a>
+      <a class="brand" href="#/projects">svc-cloud<span class="wide-only"> console</span></a>
       <a href="#/projects" style=${{ color: '#c9d1dc' }} data-test="nav-projects">Projects</a>
       <span class="who" data-test="who">${session.accountId}</span>
       <button type="button" onClick=${signOut} data-test="sign-out">Sign out</button>
@@ -85,6 +85,9 @@ function ProjectFrame({ client, session, id, tab }: { client: SvcClient; session
   const [record, setRecord] = useState<Project | null>(null);
   useEffect(() => setRecord(loaded.data ?? null), [loaded.data]);
   const feed = useRealtimeFeed(project);
+  // Narrow screens (docs/console.md "Small screens"): the side bar folds into a menu button.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [tab]);
   // A lifecycle event on the feed means the recorded state changed: read it again.
   const latest = feed.events[0];
   useEffect(() => {
@@ -96,7 +99,7 @@ function ProjectFrame({ client, session, id, tab }: { client: SvcClient; session
   else {
     switch (tab) {
       case 'overview':
-        page = html`<${Overview} project=${project} record=${record} onChanged=${setRecord} />`;
+        page = html`<${Overview} project=${project} record=${record} session=${session} onChanged=${setRecord} />`;
         break;
       case 'keys':
         page = html`<${Keys} project=${project} />`;
@@ -125,7 +128,10 @@ function ProjectFrame({ client, session, id, tab }: { client: SvcClient; session
     }
   }
   return html`<div class="layout">
-    <nav class="side">
+    <button type="button" class="menu-toggle" aria-expanded=${menuOpen} onClick=${() => setMenuOpen(!menuOpen)} data-test="menu-toggle">
+      <span aria-hidden="true">☰</span> <span class="menu-title">${record?.name ?? '…'} · ${TAB_TITLES[tab]}</span>
+    </button>
+    <nav class=${`side${menuOpen ? ' open' : ''}`} data-test="side">
       <div class="project-name" title=${record?.name ?? ''}>${record?.name ?? '…'}</div>
       <div class="project-id">${id}</div>
       ${PROJECT_TABS.map(

@@ -64,9 +64,21 @@ export function CopyButton({ text, label = 'Copy', test }: { text: string; label
   return html`<button type="button" onClick=${copy} data-test=${test ?? 'copy'}>${done === 'copied' ? 'Copied' : done === 'failed' ? 'Select and copy' : label}</button>`;
 }
 
-/** A confirmation dialog: `onConfirm` runs only after the second, explicit click. */
-export function Confirm(props: { title: string; children?: ComponentChildren; confirmLabel: string; onConfirm: () => void; onCancel: () => void }): VNode {
+/**
+ * A confirmation dialog: `onConfirm` runs only after the second, explicit click; with `typed`, only
+ * once the user has typed that text (a project's or a bucket's name) into the dialog.
+ */
+export function Confirm(props: {
+  title: string;
+  children?: ComponentChildren;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+  typed?: string;
+}): VNode {
   const ref = useRef<HTMLButtonElement>(null);
+  const [typed, setTyped] = useState('');
+  const ready = props.typed === undefined || typed === props.typed;
   useEffect(() => ref.current?.focus(), []);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => e.key === 'Escape' && props.onCancel();
@@ -77,9 +89,14 @@ export function Confirm(props: { title: string; children?: ComponentChildren; co
     <div class="modal" role="dialog" aria-modal="true">
       <h2>${props.title}</h2>
       <div class="stack">${props.children}</div>
+      ${props.typed === undefined
+        ? null
+        : html`<label style=${{ marginTop: '12px' }}>Type <code>${props.typed}</code> to confirm
+            <input name="confirm_text" autocomplete="off" value=${typed} onInput=${(e: Event) => setTyped((e.target as HTMLInputElement).value)} data-test="confirm-text" />
+          </label>`}
       <div class="row" style=${{ marginTop: '16px', justifyContent: 'flex-end' }}>
         <button type="button" ref=${ref} onClick=${props.onCancel} data-test="confirm-cancel">Cancel</button>
-        <button type="button" class="danger solid" onClick=${props.onConfirm} data-test="confirm-ok">${props.confirmLabel}</button>
+        <button type="button" class="danger solid" disabled=${!ready} onClick=${() => ready && props.onConfirm()} data-test="confirm-ok">${props.confirmLabel}</button>
       </div>
     </div>
   </div>`;
@@ -164,6 +181,34 @@ export function StateBadge({ state }: { state: string }): VNode {
   return html`<span class=${`badge ${state}`} data-test="state">${state}</span>`;
 }
 
+/**
+ * Any value as labelled fields (docs/console.md "Pages"): an object's members one per line, nested
+ * objects indented under their name, arrays by index; scalars as they are.
+ */
+export function Fields({ value, test }: { value: unknown; test?: string }): VNode {
+  if (value === null || typeof value !== 'object') return html`<span class="mono">${scalar(value)}</span>`;
+  // A list of plain values reads best on one line.
+  if (Array.isArray(value) && value.length > 0 && value.every((v) => v === null || typeof v !== 'object')) {
+    return html`<span class="mono">${value.map(scalar).join(', ')}</span>`;
+  }
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return html`<span class="muted">${Array.isArray(value) ? 'none' : '—'}</span>`;
+  return html`<dl class="fields" data-test=${test}>
+    ${entries.map(
+      ([k, v]) => html`<${Fragment} key=${k}>
+        <dt>${k.replace(/_/g, ' ')}</dt>
+        <dd data-field=${k}>${v !== null && typeof v === 'object' ? html`<${Fields} value=${v} />` : html`<span class="mono">${scalar(v)}</span>`}</dd>
+      <//>`,
+    )}
+  </dl>`;
+}
+
+function scalar(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  return String(v);
+}
+
 /** JSON of any value, indented. */
 export function Json({ value }: { value: unknown }): VNode {
   return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
@@ -217,14 +262,22 @@ export function Pager({ pager }: { pager: Paged<any> }): VNode | null {
  */
 export function PagedTable<T>(props: { pager: Paged<T>; test: string; head: string[]; row: (item: T) => VNode; loading: string; empty: ComponentChildren }): VNode {
   const { pager } = props;
+  // On a narrow screen each row is a card whose cells say what they are (style.css `.cards`):
+  // every cell carries its column's title.
+  const table = useRef<HTMLTableElement>(null);
+  useEffect(() => {
+    for (const tr of table.current?.tBodies[0]?.rows ?? []) {
+      [...tr.cells].forEach((td, i) => td.setAttribute('data-label', td.colSpan > 1 ? '' : (props.head[i] ?? '')));
+    }
+  });
   return html`<${Fragment}>
     ${pager.action.busy && !pager.items ? html`<${Busy}>${props.loading}<//>` : null}
     ${pager.items && pager.items.length === 0 ? html`<p class="empty">${props.empty}</p>` : null}
     ${pager.items && pager.items.length > 0
-      ? html`<table data-test=${props.test}>
+      ? html`<div class="scroll-x"><table class="cards" ref=${table} data-test=${props.test}>
           <thead><tr>${props.head.map((h) => html`<th>${h}</th>`)}</tr></thead>
           <tbody>${pager.items.map(props.row)}</tbody>
-        </table>`
+        </table></div>`
       : null}
     <${Pager} pager=${pager} />
   <//>`;

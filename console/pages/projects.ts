@@ -1,8 +1,12 @@
-/** `#/projects`: the account's projects, page by page, and a form to create one (docs/console.md "Pages"). */
+/**
+ * `#/projects`: the account's projects, page by page, a form to create one, and each one's rename
+ * and deletion (docs/console.md "Pages"; console/project-admin.ts).
+ */
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import type { Project, SvcClient } from '../../client/index.ts';
+import { DeleteProject, RenameForm } from '../project-admin.ts';
 import { hrefOf, navigate } from '../router.ts';
 import { ErrorBox, PagedTable, StateBadge, Time, useAction, usePager } from '../ui.ts';
 
@@ -13,16 +17,25 @@ export function Projects({ client }: { client: SvcClient }): VNode {
     return { items: page.projects, next: page.next_cursor };
   }, []);
   const [name, setName] = useState('');
+  const [renaming, setRenaming] = useState<string | null>(null);
   const create = useAction(async () => {
     const project = await client.projects.create({ name });
     setName('');
     navigate({ page: 'project', id: project.id, tab: 'overview' });
   });
-  const row = (p: Project) => html`<tr key=${p.id}>
-    <td><a href=${hrefOf({ page: 'project', id: p.id, tab: 'overview' })} data-test="project-link">${p.name}</a></td>
-    <td class="mono">${p.id}</td>
+  const row = (p: Project) => html`<tr key=${p.id} data-test="project-row">
+    <td>
+      ${renaming === p.id
+        ? html`<${RenameForm} project=${client.project(p.id)} record=${p} onRenamed=${() => (setRenaming(null), void pager.reload())} onCancel=${() => setRenaming(null)} />`
+        : html`<a href=${hrefOf({ page: 'project', id: p.id, tab: 'overview' })} data-test="project-link">${p.name}</a>`}
+    </td>
+    <td class="mono wrap">${p.id}</td>
     <td><${StateBadge} state=${p.state} /></td>
     <td><${Time} at=${p.created_at} /></td>
+    <td><div class="row">
+      ${renaming === p.id ? null : html`<button onClick=${() => setRenaming(p.id)} data-test="rename-project">Rename</button>`}
+      <${DeleteProject} project=${client.project(p.id)} record=${p} onDeleted=${() => void pager.reload()} />
+    </div></td>
   </tr>`;
   return html`<div data-test="page-projects">
     <h1>Projects</h1>
@@ -35,6 +48,6 @@ export function Projects({ client }: { client: SvcClient }): VNode {
       <${ErrorBox} error=${create.error} />
     </div>
     <${ErrorBox} error=${pager.action.error} />
-    <${PagedTable} pager=${pager} test="projects-table" head=${['Name', 'Id', 'State', 'Created']} row=${row} loading="Loading projects…" empty="No project yet: create your first one above." />
+    <${PagedTable} pager=${pager} test="projects-table" head=${['Name', 'Id', 'State', 'Created', '']} row=${row} loading="Loading projects…" empty="No project yet: create your first one above." />
   </div>`;
 }

@@ -87,7 +87,7 @@ describe('the terminal of npm start', () => {
       return found.every(Boolean) ? (found as Line[]) : undefined;
     }, 10_000, `the request lines of ${ids.join(', ')} in ${stderr}`);
 
-    const [okLine, noAuthLine, noRouteLine, publishLine, v2Line] = lines;
+    const [okLine, noAuthLine, noRouteLine, publishLine, v2Line] = lines as [Line, Line, Line, Line, Line];
     expect(okLine).toMatchObject({ status: 200 });
     expect(okLine.code).toBeUndefined();
     expect(noAuthLine).toMatchObject({ service: 'handlers', status: 401, code: 'authentication_required' });
