@@ -20,21 +20,29 @@ import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
 import { listOptions, moreNote, pageInput, printList, readList, type ListOptions, type ListView } from './lists.ts';
 
-/** A remote location: `PROJECT:bucket/key`, the key optional (or a prefix). */
+/** A remote location: `PROJECT:bucket/key`, the key optional (or a prefix); PROJECT '' for the linked one. */
 export interface Remote {
   project: string;
   bucket: string;
   key: string;
 }
 
-const REMOTE = /^(prj_[0-9a-f]{16}):([^/]*)(?:\/([\s\S]*))?$/;
+const REMOTE = /^([^:/\\]*):([^/]*)(?:\/([\s\S]*))?$/;
 
-/** `PROJECT:bucket[/key]` parsed, or null for a local path (a path with `./` is always local). */
+/**
+ * `PROJECT:bucket[/key]` parsed (PROJECT a name or an id; `:bucket/key` the linked project's), or null
+ * for a local path: one with a `/` before its first `:` (`./a:b` is always local), or a drive (`C:\`).
+ */
 export function parseRemote(spec: string): Remote | null {
   const m = REMOTE.exec(spec);
-  if (!m) return null;
+  if (!m || /^[A-Za-z]:[\\/]/.test(spec)) return null;
   if (!m[2]) throw new UsageError(`${spec}: name a bucket after the project (PROJECT:bucket/key)`);
   return { project: m[1]!, bucket: m[2], key: m[3] ?? '' };
+}
+
+/** The remote with its project resolved to an id (a name looked up, '' the linked one). */
+async function resolved(cli: Cli, remote: Remote): Promise<Remote> {
+  return { ...remote, project: await cli.resolveProject(remote.project || undefined) };
 }
 
 /** Content types of common file extensions, for uploads that name none. */
@@ -147,17 +155,17 @@ function ls(storage: Command, r: Registry): void {
     storage
       .command('ls')
       .description("list a project's buckets (PROJECT) or a bucket's objects (PROJECT:bucket[/prefix])")
-      .argument('<location>', 'PROJECT or PROJECT:bucket[/prefix]')
+      .argument('[location]', 'PROJECT or PROJECT:bucket[/prefix] (PROJECT a name or an id; none, or :bucket, the linked one)')
       .option('--delimiter <d>', 'roll keys up at this after the prefix (S3 style), such as /'),
   ).action(
-    r.action(async (cli, location: string, options: ListOptions & { delimiter?: string }) => {
-      const remote = parseRemote(location);
-      if (!remote) {
-        cli.failure.project = projectArg(location);
-        await printList(cli, options, (c, page) => c.project(location).storage.listBuckets(page), bucketsView(`svc storage ls ${location}`));
+    r.action(async (cli, location: string | undefined, options: ListOptions & { delimiter?: string }) => {
+      const parsed = location === undefined ? null : parseRemote(location);
+      if (!parsed) {
+        const id = await cli.resolveProject(location);
+        await printList(cli, options, (c, page) => c.project(id).storage.listBuckets(page), bucketsView(`svc storage ls ${location ?? ''}`.trim()));
         return;
       }
-      cli.failure.project = remote.project;
+      const remote = await resolved(cli, parsed);
       const prefix = remote.key || undefined;
       const { items, next_cursor, page } = await cli.withSession((c) =>
         readList(
@@ -192,8 +200,8 @@ function cp(storage: Command, r: Registry): void {
         const to = parseRemote(destination);
         if (from && to) throw new UsageError('copying between two objects is not supported: copy through a file');
         if (!from && !to) throw new UsageError('one side must be an object: PROJECT:bucket/key');
-        if (to) await upload(cli, source, to, options.contentType);
-        else await download(cli, from!, destination);
+        if (to) await upload(cli, source, await resolved(cli, to), options.contentType);
+        else await download(cli, await resolved(cli, from!), destination);
       }),
     );
 }
@@ -206,9 +214,9 @@ function rm(storage: Command, r: Registry): void {
     .argument('<object>', 'PROJECT:bucket/key')
     .action(
       r.action(async (cli, spec: string) => {
-        const remote = parseRemote(spec);
-        if (!remote || !remote.key) throw new UsageError(`${spec}: name the object as PROJECT:bucket/key`);
-        cli.failure.project = remote.project;
+        const parsed = parseRemote(spec);
+        if (!parsed || !parsed.key) throw new UsageError(`${spec}: name the object as PROJECT:bucket/key`);
+        const remote = await resolved(cli, parsed);
         const row = await cli.withSession((c) => c.project(remote.project).storage.delete(remote.bucket, remote.key));
         cli.out.result(row, () => cli.out.line(`removed ${remote.bucket}/${row.key} (${row.size} bytes)`));
       }),
