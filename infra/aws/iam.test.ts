@@ -1,19 +1,28 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { actionsOf, localOnlyCallers, modulesFrom, operationsFrom, operationsIn, REPO } from './iam-usage.ts';
+import { actionsOf, localOnlyCallers, modulesFrom, operationsFrom, operationsIn, REPO, scriptActions } from './iam-usage.ts';
 import { generateTemplate } from './template.ts';
+import { agentBootScript, workerBootScript } from './template/boot.ts';
 
 /** The entries that run on AWS (docs/deploy.md): the function, the Node workers, the host agents. */
 const FUNCTION_ENTRY = 'handlers/gateway.ts';
 const NODE_WORKER_ENTRY = 'handlers/node-server.ts';
 const AGENT_ENTRY = 'host-agent/main.ts';
+/** Each role of the template and the entry whose code it runs. */
+const ROLES = { FunctionRole: FUNCTION_ENTRY, WorkerRole: NODE_WORKER_ENTRY, AgentRole: AGENT_ENTRY } as const;
+const TEMPLATE = generateTemplate() as any;
+const DRAIN_WATCHER = readFileSync(join(REPO, 'infra/host-agent/svc-agent-drain.sh'), 'utf8');
 
-/** Every action a role's inline policies allow, sorted. */
-function roleActions(role: string): string[] {
-  const policies = (generateTemplate() as any).Resources[role].Properties.Policies as any[];
-  const actions = policies.flatMap((p) => p.PolicyDocument.Statement.flatMap((s: any) => [s.Action].flat()));
-  return [...new Set<string>(actions)].sort();
+/** The statements of a role's inline policies (`svc-data`: what its code sends; `svc-boot`: what its machine's scripts call). */
+function statements(role: string, policy?: string): any[] {
+  const policies = TEMPLATE.Resources[role].Properties.Policies as any[];
+  return policies.filter((p) => policy === undefined || p.PolicyName === policy).flatMap((p) => p.PolicyDocument.Statement);
+}
+
+/** Every action a role's inline policies (or one of them) allow, sorted. */
+function roleActions(role: string, policy?: string): string[] {
+  return [...new Set<string>(statements(role, policy).flatMap((s: any) => [s.Action].flat()))].sort();
 }
 
 /** What `granted` lacks of `needed` and what it grants beyond it. */
@@ -22,15 +31,16 @@ function difference(needed: string[], granted: string[]): { missing: string[]; u
 }
 
 describe('the permissions the code needs (docs/deploy.md "Permissions")', () => {
-  it('the function role grants every DynamoDB and S3 action the function code sends, and nothing more', () => {
-    const needed = actionsOf(operationsFrom(FUNCTION_ENTRY));
-    expect(difference(needed, roleActions('FunctionRole'))).toEqual({ missing: [], unused: [] });
+  it.each(Object.entries(ROLES))('%s grants every DynamoDB and S3 action its code (%s) sends, and nothing more', (role, entry) => {
+    const needed = actionsOf(operationsFrom(entry));
+    expect(difference(needed, roleActions(role, 'svc-data'))).toEqual({ missing: [], unused: [] });
+    expect(statements(role).length, 'svc-data, and svc-boot on the machines').toBe(statements(role, 'svc-data').length + statements(role, 'svc-boot').length);
   });
 
-  it('table actions are on the table (queries also on its index), object actions on its objects, listing on the bucket', () => {
-    const statements = (generateTemplate() as any).Resources.FunctionRole.Properties.Policies[0].PolicyDocument.Statement as any[];
-    const where = (action: string) => statements.filter((s) => s.Action.includes(action)).map((s) => JSON.stringify(s.Resource));
-    for (const action of roleActions('FunctionRole')) {
+  it.each(Object.keys(ROLES))('%s: table actions are on the table (queries also on its index), object actions on its objects, listing on the bucket', (role) => {
+    const data = statements(role, 'svc-data');
+    const where = (action: string) => data.filter((s) => s.Action.includes(action)).map((s) => JSON.stringify(s.Resource));
+    for (const action of roleActions(role, 'svc-data')) {
       const expected = action.startsWith('dynamodb:')
         ? [JSON.stringify({ 'Fn::GetAtt': ['Table', 'Arn'] }), ...(action === 'dynamodb:Query' ? [JSON.stringify({ 'Fn::Sub': '${Table.Arn}/index/*' })] : [])]
         : action === 's3:ListBucket'
@@ -38,6 +48,38 @@ describe('the permissions the code needs (docs/deploy.md "Permissions")', () => 
           : [JSON.stringify({ 'Fn::Sub': '${BlobBucket.Arn}/*' })];
       expect(where(action), action).toEqual(expected);
     }
+  });
+
+  it('the machines\' roles grant what their boot script (and, on the engine machines, the drain watcher) calls, each on the one resource it names', () => {
+    const agentScripts = scriptActions(`${agentBootScript()}\n${DRAIN_WATCHER}`);
+    expect(agentScripts).toEqual(['autoscaling:CompleteLifecycleAction', 'autoscaling:RecordLifecycleActionHeartbeat', 's3:GetObject', 'secretsmanager:GetSecretValue']);
+    expect(roleActions('AgentRole', 'svc-boot')).toEqual(agentScripts);
+    expect(scriptActions(workerBootScript())).toEqual(['s3:GetObject', 'secretsmanager:GetSecretValue']);
+    expect(roleActions('WorkerRole', 'svc-boot')).toEqual(['s3:GetObject', 'secretsmanager:GetSecretValue']);
+    expect(statements('FunctionRole', 'svc-boot')).toEqual([]);
+    const group = { 'Fn::Sub': 'arn:${AWS::Partition}:autoscaling:${AWS::Region}:${AWS::AccountId}:autoScalingGroup:*:autoScalingGroupName/${AWS::StackName}-agents' };
+    const expected: Record<string, unknown> = {
+      's3:GetObject': { 'Fn::Sub': 'arn:${AWS::Partition}:s3:::${ReleaseBucket}/${ReleaseKey}' },
+      'secretsmanager:GetSecretValue': { Ref: 'Settings' },
+      'autoscaling:CompleteLifecycleAction': group,
+      'autoscaling:RecordLifecycleActionHeartbeat': group,
+    };
+    for (const role of ['AgentRole', 'WorkerRole']) {
+      for (const s of statements(role, 'svc-boot')) expect(s.Resource, `${role} ${s.Action}`).toEqual(expected[s.Action[0]]);
+    }
+    expect(TEMPLATE.Resources.AgentGroup.Properties.AutoScalingGroupName).toEqual({ 'Fn::Sub': '${AWS::StackName}-agents' });
+  });
+
+  it('reads the AWS CLI calls of a script: API commands by name, s3 cp by direction, comments skipped', () => {
+    const script = [
+      '# aws iam create-user is only a comment',
+      'aws s3 cp --region eu-west-1 s3://b/k /tmp/k',
+      'aws s3 cp ./out s3://b/out',
+      'v=$(aws ssm get-parameter --name x) && aws secretsmanager get-secret-value \\',
+      '  --secret-id y | node',
+    ].join('\n');
+    expect(scriptActions(script)).toEqual(['s3:GetObject', 's3:PutObject', 'secretsmanager:GetSecretValue', 'ssm:GetParameter']);
+    expect(() => scriptActions('aws s3 sync s3://b .')).toThrow(/no IAM action known for aws s3 sync/);
   });
 
   it('no action is granted on the whole service or the whole account', () => {
@@ -87,18 +129,16 @@ describe('the permissions the code needs (docs/deploy.md "Permissions")', () => 
     expect(actionsOf(operationsFrom(NODE_WORKER_ENTRY))).toEqual(actionsOf(operationsFrom(FUNCTION_ENTRY)));
   });
 
-  it('docs/deploy.md "Permissions" lists exactly what the function and the agents need', () => {
+  it('docs/deploy.md "Permissions" lists exactly what the function, the workers and the agents need', () => {
     const doc = readFileSync(join(REPO, 'docs/deploy.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Permissions'), doc.indexOf('\n## ', doc.indexOf('## Permissions')));
     const row = (who: string) => section.split('\n').find((l) => l.startsWith(`| ${who}`)) ?? '';
     const listed = (who: string) => [...new Set([...row(who).matchAll(/`((?:dynamodb|s3):\w+)`/g)].map((m) => m[1]!))].sort();
     expect(listed('the handlers function')).toEqual(roleActions('FunctionRole'));
-    expect(listed('the host agents')).toEqual(actionsOf(operationsFrom(AGENT_ENTRY)));
-  });
-
-  it('the agents\' role, once the template has one, grants what the agent code sends and nothing more', () => {
-    const role = Object.entries((generateTemplate() as any).Resources).find(([name, r]: [string, any]) => r.Type === 'AWS::IAM::Role' && /agent/i.test(name));
-    if (!role) return; // Not in the template yet: docs/deploy.md "Permissions" lists what to grant.
-    expect(difference(actionsOf(operationsFrom(AGENT_ENTRY)), roleActions(role[0]))).toEqual({ missing: [], unused: [] });
+    expect(listed('the Node workers')).toEqual(roleActions('WorkerRole', 'svc-data'));
+    expect(listed('the host agents')).toEqual(roleActions('AgentRole', 'svc-data'));
+    const boot = (who: string) => [...new Set([...row(who).matchAll(/`((?:s3|secretsmanager|autoscaling):\w+)`/g)].map((m) => m[1]!))].sort();
+    expect(boot('the engine machines\' scripts')).toEqual(roleActions('AgentRole', 'svc-boot'));
+    expect(boot('the Node workers\' boot script')).toEqual(roleActions('WorkerRole', 'svc-boot'));
   });
 });
