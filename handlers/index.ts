@@ -19,6 +19,7 @@ import * as functions from './routes/functions.ts';
 import * as health from './routes/health.ts';
 import * as keys from './routes/keys.ts';
 import * as lifecycle from './routes/lifecycle.ts';
+import * as moves from './routes/moves.ts';
 import * as logs from './routes/logs.ts';
 import * as objects from './routes/objects.ts';
 import * as openapi from './routes/openapi.ts';
@@ -43,6 +44,7 @@ export const IMPLEMENTATIONS: readonly Implementation[] = [
   keys,
   lifecycle,
   archive,
+  moves,
   buckets,
   tickets,
   objects,

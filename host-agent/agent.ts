@@ -34,6 +34,8 @@ import * as resumableRoutes from './routes/resumable.ts';
 import { createFsBlobStore } from './blobs/fs-store.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import * as archiveRoutes from './routes/archive.ts';
+import * as moveRoutes from './routes/moves.ts';
+import { sweepBeforeServing, watchLostAgents } from './moves/index.ts';
 import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
 import * as functionRoutes from './routes/functions.ts';
@@ -153,6 +155,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
     now,
     emit: (projectId, event, payload) => realtime.emitSystem(projectId, event, payload),
     inFlightInvocations: (projectId) => functions.inFlight(projectId),
+    fetchBackup: (projectId, snapshotId, dir) => ctx.backups.fetchInto(projectId, snapshotId, dir),
     afterSleep: (projectId, turn) => autoBackups.afterSleep(projectId, turn),
   });
   const autoBackups = automaticBackups(db, agentId, log, () => ctx);
@@ -194,7 +197,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
 async function startInternal(ctx: AgentContext, held: ListenerSource | undefined): Promise<Served> {
   const { settings, log } = ctx;
   // Internal route modules; each area (lifecycle, storage, realtime, secrets) adds its own here.
-  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, resumableRoutes, lifecycleRoutes, archiveRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
+  const modules: InternalRoutes[] = [realtimeRoutes, functionEnvRoutes, keyRoutes, blobRoutes, resumableRoutes, lifecycleRoutes, archiveRoutes, moveRoutes, projectDeleteRoutes, logRoutes, functionRoutes];
   const internal = await serveFetch(createInternalApi(ctx, modules), {
     host: settings.SVCD_AGENT_HOST,
     port: settings.SVCD_AGENT_PORT,
@@ -295,6 +298,8 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // The supervisor repairs, adopts and reconciles before any listener opens.
   const started = ctx.now();
   await ctx.tenants.start();
+  // Copies of projects another agent hosts now are never served here (docs/durability.md).
+  await sweepBeforeServing(ctx);
   // Then what crashes left behind: local leftovers before any listener opens, the rest beside traffic.
   const sweeping = sweepLeftovers(ctx, started);
   const sweepingFunctions = ctx.functions.start();
@@ -309,6 +314,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
   // Running tenants idle past their project's auto_sleep_after_s are put to sleep (docs/lifecycle.md "Automatic sleep and backups").
   const idle = new IdleSleeper({ db: ctx.db, agentId: ctx.agentId, tenants: ctx.tenants, minSeconds: settings.SVCD_AUTO_SLEEP_MIN_S, log, now: ctx.now });
   idle.start();
+  const stopLostWatch = watchLostAgents(ctx);
 
   let stopping: Promise<void> | undefined;
   const servers: Served[] = [internal, dataplane, metrics];
@@ -321,6 +327,7 @@ export async function startAgent(settings: Settings, options: AgentOptions = {})
       stopping ??= (async () => {
         clearInterval(heartbeat);
         idle.stop();
+        stopLostWatch();
         stopTempSweep();
         stopUploadSweep();
         ctx.realtime.close();

@@ -19,6 +19,12 @@ import { parseHeldPorts, ReceivedListeners } from '../shared/http/held-listeners
 import { ConfigError, loadSettings } from '../shared/config.ts';
 import { createNodeLog } from '../shared/log-node.ts';
 import { startAgent, type Agent } from './agent.ts';
+import { ADMIN_COMMANDS, runAdminCommand } from './admin-cli.ts';
+
+// Operator commands (`svc-agent drain`, `undrain`, `lost AGENT_ID`) talk to the running agent and exit.
+if ((ADMIN_COMMANDS as readonly string[]).includes(process.argv[2] ?? '')) {
+  process.exit(await runAdminCommand(process.argv.slice(2), process.env, (line) => console.log(line)));
+}
 
 let flags;
 try {

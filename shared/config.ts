@@ -45,9 +45,6 @@ export const settingsSchema = z.object({
   // The largest object a resumable upload stores, and how long an unfinished one lives after its last PATCH (docs/storage.md "Resumable uploads").
   SVCD_STORAGE_MAX_OBJECT_BYTES: int(0, 5 * 1024 ** 4).default(5 * 1024 ** 3),
   SVCD_RESUMABLE_EXPIRY_SECONDS: int(1, 30 * 24 * 3600).default(24 * 3600),
-  // The largest object a resumable upload stores, and how long an unfinished one lives after its last PATCH (docs/storage.md "Resumable uploads").
-  SVCD_STORAGE_MAX_OBJECT_BYTES: int(0, 5 * 1024 ** 4).default(5 * 1024 ** 3),
-  SVCD_RESUMABLE_EXPIRY_SECONDS: int(1, 30 * 24 * 3600).default(24 * 3600),
   SVCD_DATAPLANE_MAX_BYTES: int(1, 5 * 1024 ** 3).default(16 * 1024 * 1024),
   SVCD_LIST_LIMIT_DEFAULT: int(1, 1000).default(100),
   SVCD_TICKET_TTL_SECONDS: int(1, 7 * 24 * 3600).default(15 * 60),
@@ -66,6 +63,10 @@ export const settingsSchema = z.object({
   SVCD_AGENT_CAPACITY: int(1, 100000).default(100),
   SVCD_HEARTBEAT_MS: int(100, 600000).default(5000),
   SVCD_AGENT_STALE_MS: int(500, 3600000).default(20000),
+  /** Seconds without a heartbeat after which an agent may be declared lost (docs/durability.md "Agent loss"). */
+  SVCD_AGENT_LOST_AFTER_S: int(1, 604800).default(600),
+  /** Whether live agents declare a silent agent lost on their own once SVCD_AGENT_LOST_AFTER_S has passed (off: an operator does). */
+  SVCD_AGENT_LOST_AUTO: bool.default(false),
   SVCD_ENGINE_BIN: z.string().min(1).default('bin/svc-engine'),
   SVCD_ENGINE_PORTS: z
     .string()

@@ -52,6 +52,20 @@ export const internalPaths = {
   functionSecretsChanged: (projectId: string) => `${project(projectId)}/function-secrets/changed`,
   /** `POST`: publish an event. */
   realtimePublish: (projectId: string) => `${project(projectId)}/realtime/publish`,
+  /** `POST`: move the project to another agent (on its agent; docs/durability.md "Relocation"). */
+  relocate: (projectId: string) => `${project(projectId)}/relocate`,
+  /** `POST` (take a project's copy in), `DELETE` (drop a copy never committed): on the receiving agent. */
+  receive: (projectId: string) => `${project(projectId)}/receive`,
+  /** `GET`: the project's `fs` blobs as one tar (for the agent receiving it). */
+  blobsArchive: (projectId: string) => `${project(projectId)}/blobs-archive`,
+  /** `POST`: the project moved: forget its placement (on every live agent). */
+  placementChanged: (projectId: string) => `${project(projectId)}/placement-changed`,
+  /** `POST`: make sure the snapshot's off-machine copy is complete (a fork from another agent). */
+  ship: (projectId: string, snapshotId: string) => `${project(projectId)}/snapshots/${snapshotId}/ship`,
+  /** `POST`: move every project of this agent away (an NDJSON stream of progress). */
+  drain: () => `${INTERNAL_PREFIX}/drain`,
+  /** `POST`: declare another agent lost and bring its projects back elsewhere (an NDJSON stream). */
+  agentLost: (agentId: string) => `${INTERNAL_PREFIX}/agents/${agentId}/lost`,
   /** `GET`: subscribe (`?channel=…[&key_id=…]`), an event stream. */
   realtimeSubscribe: (projectId: string) => `${project(projectId)}/realtime/subscribe`,
 } as const;
@@ -64,6 +78,7 @@ export const ROUTE_PARAMS = {
   name: ':name',
   upload: ':upload',
   snapshotId: ':snapshot_id',
+  agentId: ':agent_id',
 } as const;
 
 /**

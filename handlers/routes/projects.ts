@@ -5,13 +5,21 @@
  */
 import { projects } from '../../shared/api/index.ts';
 import { requireProjectForAgent, requireSession } from '../auth.ts';
+import { forkProject } from '../domain/moves.ts';
 import { deleteProject } from '../domain/project-delete.ts';
 import { createProject, listOwnedProjects, readProject, updateProject } from '../domain/projects.ts';
 import { json } from '../http.ts';
 import { implement } from '../implement.ts';
 
 export const implementations = [
-  implement(projects.create, requireSession, async ({ caller: owner, body }, ctx) => json(await createProject(ctx.deps, { owner, name: body.name }), 201)),
+  implement(projects.create, requireSession, async ({ caller: owner, body }, ctx) =>
+    json(
+      body.from_snapshot === undefined
+        ? await createProject(ctx.deps, { owner, name: body.name })
+        : await forkProject(ctx.deps, { owner, name: body.name, fromSnapshot: body.from_snapshot, fromProject: body.from_project, requestId: ctx.requestId }),
+      201,
+    ),
+  ),
 
   implement(projects.list, requireSession, async ({ caller: owner, query }, ctx) => {
     const page = await listOwnedProjects(ctx.deps, owner, query);

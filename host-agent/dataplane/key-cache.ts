@@ -16,9 +16,10 @@
  *   failed re-read keeps serving the entry and retries later: DynamoDB trouble does not take `/v2`
  *   down for keys already verified.
  * - Owner: with several agents (docs/dataplane.md "Several agents") a verified key also answers the
- *   agent that owns its project (the project's placement, read once per project and kept: a
- *   placement never changes), so the `/v2` listener knows at once whether to serve the request or
- *   forward it. A cold key costs one read of its lookup item plus, the first time its project is
+ *   agent that owns its project (the project's placement, read once per project and kept), so the
+ *   `/v2` listener knows at once whether to serve the request or forward it. A placement changes
+ *   only when a project moves (docs/durability.md): the listener asks `refreshPlacement` when the
+ *   placement it holds cannot serve the request, at most once a second per project. A cold key costs one read of its lookup item plus, the first time its project is
  *   seen, one read of the project.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -30,6 +31,9 @@ import { KEY_REJECTED, type VerifiedKey } from '../../shared/project-keys.ts';
 
 /** How the cache reads a key's lookup item (shared/db/keys.ts lookupKey in the agent). */
 export type KeyLoader = (keyId: string) => Promise<KeyLookup | null>;
+
+/** How long a placement is kept before it is read again (docs/durability.md "Relocation"). */
+const PLACEMENT_TTL_MS = 60_000;
 
 /** How the cache reads a project's placement: the id of the agent that owns it, or null (no such project). */
 export type PlacementLoader = (projectId: string) => Promise<string | null>;
@@ -89,6 +93,8 @@ export class KeyCache {
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly placements: LRUCache<string, string>;
   private readonly placing = new Map<string, Promise<string | null>>();
+  /** When each project's placement was last read again on request (`refreshPlacement`). */
+  private readonly refreshed = new LRUCache<string, number>({ max: 10_000 });
   private readonly pepper: string;
   private readonly loader: KeyLoader;
   private readonly placement: PlacementLoader | undefined;
@@ -102,7 +108,8 @@ export class KeyCache {
     this.pepper = options.pepper;
     this.loader = options.load;
     this.placement = options.placement;
-    this.placements = new LRUCache({ max: options.maxPlacements ?? 100_000 });
+    // A move tells every live agent to forget the placement; the time limit covers an agent the word missed.
+    this.placements = new LRUCache({ max: options.maxPlacements ?? 100_000, ttl: PLACEMENT_TTL_MS });
     this.keys = new LRUCache({ max: options.maxKeys ?? 100_000 });
     this.unknown = new LRUCache({ max: options.maxUnknown ?? 10_000 });
     this.refreshMs = options.refreshMs ?? 10 * 60_000;
@@ -182,6 +189,26 @@ export class KeyCache {
     return pending;
   }
 
+  /**
+   * Reads the project's placement again when the one held could not serve a request (its agent has
+   * no engine for it, or is gone): the project may have moved (docs/durability.md). At most once per
+   * `minIntervalMs` per project, so a flood of requests for a sleeping tenant costs one read a second.
+   * Answers the owner now known (the held one when not read again).
+   */
+  async refreshPlacement(projectId: string, minIntervalMs = 1000, now = Date.now()): Promise<string | null | undefined> {
+    if (!this.placement) return undefined;
+    const last = this.refreshed.get(projectId);
+    if (last !== undefined && now - last < minIntervalMs) return this.placements.get(projectId);
+    this.refreshed.set(projectId, now);
+    this.placements.delete(projectId);
+    return this.ownerOf(projectId);
+  }
+
+  /** Forgets the project's placement (it moved away from or to this agent): the next request reads it. */
+  forgetPlacement(projectId: string): void {
+    this.placements.delete(projectId);
+  }
+
   /** A project's owning agent: read once per project (single flight), then from memory. */
   private async ownerOf(projectId: string): Promise<string | null | undefined> {
     if (!this.placement) return undefined;
@@ -194,7 +221,7 @@ export class KeyCache {
       this.placing.set(projectId, pending);
     }
     const owner = await pending;
-    // A placement never changes (tenants are never moved), so it is kept for as long as the LRU allows.
+    // Kept for as long as the LRU allows: a project that moved is read again by `refreshPlacement`.
     if (owner !== null) this.placements.set(projectId, owner);
     return owner;
   }

@@ -87,16 +87,30 @@ async function admit(c: V2Context, h: Scanned, seen: { projectId?: string }): Pr
   return { projectId, owner };
 }
 
-/** Phase 2: the engine here, or (several agents) the agent that owns the project. */
+/**
+ * Phase 2: the engine here, or (several agents) the agent that owns the project. When the placement
+ * held cannot serve (no engine here, or its agent is not live), it is read again once: the project
+ * may have moved (docs/durability.md "Relocation"), and the request goes where it is now.
+ */
 async function destination(c: V2Context, h: Scanned, projectId: string, owner: string | undefined): Promise<{ engine: EngineEndpoint } | { peer: Peer }> {
+  try {
+    return await destinationOf(c, h, projectId, owner);
+  } catch (err) {
+    const now = owner === undefined ? undefined : await c.keys.refreshPlacement(projectId);
+    if (now === undefined || now === null || now === owner) throw err;
+    return destinationOf(c, h, projectId, now);
+  }
+}
+
+async function destinationOf(c: V2Context, h: Scanned, projectId: string, owner: string | undefined): Promise<{ engine: EngineEndpoint } | { peer: Peer }> {
   if (owner === undefined || owner === c.agentId) {
     const endpoint = c.endpoints.liveEndpoint(projectId);
     if (!endpoint) throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
     return { engine: endpoint };
   }
-  if (h.forwardedBy.length > 0 || !c.peers) {
-    // Forwarded here by an agent that believes this one owns the project (say an agent that took
-    // over a dead one's address): one hop only, never a loop.
+  // Forwarded here by an agent that believes this one owns the project (a placement it held from
+  // before a move): on to the owner once more, never back to an agent the request has passed.
+  if (h.forwardedBy.includes(owner) || h.forwardedBy.length > 1 || !c.peers) {
     throw errors.orchestrator(`project ${projectId} is hosted by another host agent; a forwarded request is not forwarded again`);
   }
   const peer = await c.peers.resolve(owner);
@@ -128,7 +142,8 @@ async function toPeer(c: V2Context, req: IncomingMessage, res: ServerResponse, h
     await forward(peer.pool, req, res, {
       method: req.method ?? 'GET',
       path: req.url ?? '',
-      headers: [...h.forwarded, 'authorization', h.authorization[0]!, FORWARDED_BY, c.agentId ?? ''],
+      // Every agent the request has passed goes on with it, so a forward never returns to one of them.
+      headers: [...h.forwarded, 'authorization', h.authorization[0]!, ...h.forwardedBy.flatMap((id) => [FORWARDED_BY, id]), FORWARDED_BY, c.agentId ?? ''],
       body,
     });
   } catch (err) {

@@ -18,7 +18,8 @@ function deleted(projectId: string): Error {
 /** One queue per project, and the agent's shutdown flag that closes them all. */
 export class ProjectQueue {
   readonly #tails = new Map<string, Promise<void>>();
-  readonly #retired = new Set<string>();
+  /** Retired projects and the refusal their later operations get (deleted: 404; moved away: 503). */
+  readonly #retired = new Map<string, () => Error>();
   #closed = false;
 
   /** Whether the agent is shutting down: new operations are refused. */
@@ -29,12 +30,14 @@ export class ProjectQueue {
   /** Runs `fn` after every earlier operation on the same project; other projects run concurrently. */
   run<T>(projectId: string, fn: () => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(shuttingDown());
-    if (this.#retired.has(projectId)) return Promise.reject(deleted(projectId));
+    const refusal = this.#retired.get(projectId);
+    if (refusal) return Promise.reject(refusal());
     const previous = this.#tails.get(projectId) ?? Promise.resolve();
     // Operations queued before shutdown began still run: the agent's stop waits for them (bounded).
     // Those queued behind a deletion find the project gone when their turn comes.
     const result = previous.then(() => {
-      if (this.#retired.has(projectId)) throw deleted(projectId);
+      const refused = this.#retired.get(projectId);
+      if (refused) throw refused();
       return fn();
     });
     const tail = result.then(
@@ -52,8 +55,13 @@ export class ProjectQueue {
    * Refuses every later operation on the project with 404, those already queued included: it has
    * been deleted (docs/lifecycle.md "Deleting a project"). Called by the deletion, from its turn.
    */
-  retire(projectId: string): void {
-    this.#retired.add(projectId);
+  retire(projectId: string, refusal: () => Error = () => deleted(projectId)): void {
+    this.#retired.set(projectId, refusal);
+  }
+
+  /** Takes operations on the project again (a project that moved away and came back, docs/durability.md). */
+  reinstate(projectId: string): void {
+    this.#retired.delete(projectId);
   }
 
   /** Refuses new operations from now on; answers when those already queued have settled. */

@@ -28,14 +28,40 @@ export interface Restored {
   backup: SnapshotBackup;
 }
 
-/** What a restore needs: what any engine command on a sleeping tenant needs (snapshot.ts). */
-export type RestoreDeps = SnapshotDeps;
+/**
+ * What a restore needs: what any engine command on a sleeping tenant needs (snapshot.ts), and where
+ * a backup directory this machine does not hold comes from (the off-machine copy of a project that
+ * moved here, docs/durability.md); without it such a restore is 404.
+ */
+export type RestoreDeps = SnapshotDeps & { fetchBackup?: (projectId: string, snapshotId: string, intoDir: string) => Promise<void> };
+
+/** A backup directory to restore: the snapshot it is (for names and logs) and the engine's record of it. */
+export interface BackupToRestore {
+  snapshotId: string;
+  backupDir: string;
+  backup: SnapshotBackup;
+}
 
 /** Swaps the snapshot's backup in as the sleeping tenant's data directory (the caller holds the project's queue). */
 export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snapshotId: string): Promise<Restored> {
-  const { layout, engines } = deps;
   const snapshot = await getSnapshot(deps.db, projectId, snapshotId);
   if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
+  if (deps.engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before restoring');
+  // This machine's copy (the row's `backup_dir` names the machine that took it), fetched from the
+  // off-machine store when the project came here after the snapshot was taken.
+  const backupDir = deps.layout.backupDir(projectId, snapshotId);
+  if (!existsSync(backupDir)) {
+    if (!deps.fetchBackup) throw errors.notFound(`snapshot ${snapshotId} has no backup directory on this host`);
+    await deps.fetchBackup(projectId, snapshotId, backupDir);
+    // Fetched by the agent: the snapshot root becomes the engine user's again (docs/lifecycle.md "Engine isolation").
+    deps.engines.prepare(projectId);
+  }
+  return restoreBackup(deps, projectId, { snapshotId, backupDir, backup: snapshot.backup });
+}
+
+/** Swaps a backup directory in as the sleeping tenant's data directory (the caller holds the project's queue). */
+export async function restoreBackup(deps: RestoreDeps, projectId: string, { snapshotId, backupDir, backup }: BackupToRestore): Promise<Restored> {
+  const { layout, engines } = deps;
   if (engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before restoring');
   await deps.pin.ensure();
   const tenantDir = layout.tenantDir(projectId);
@@ -53,7 +79,7 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   let restoreOutput: Record<string, unknown>;
   try {
     engines.privateDir(staging);
-    restoreOutput = await engines.run(projectId, restoreCommand, { backup: snapshot.backup_dir, target: fresh }, 'restore', engines.longTimeoutMs);
+    restoreOutput = await engines.run(projectId, restoreCommand, { backup: backupDir, target: fresh }, 'restore', engines.longTimeoutMs);
   } catch (err) {
     repairRestore(layout, deps.logs, projectId);
     rmSync(staging, { recursive: true, force: true });
@@ -77,7 +103,7 @@ export async function restoreSnapshot(deps: RestoreDeps, projectId: string, snap
   engines.prepare(projectId);
   const restoredAt = nowIso(deps.now());
   deps.logs.append(projectId, `restored snapshot ${snapshotId}; previous data directory retained in ${hadData ? replaced : '(none)'}`);
-  return { snapshotId, restoredAt, dataDir, replacedDir: hadData ? replaced : null, restoreOutput, backup: snapshot.backup };
+  return { snapshotId, restoredAt, dataDir, replacedDir: hadData ? replaced : null, restoreOutput, backup };
 }
 
 /**

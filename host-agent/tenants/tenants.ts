@@ -35,7 +35,8 @@ import type { EnginePin } from './pin.ts';
 import { bounded, within } from './processes.ts';
 import { ProjectQueue, shuttingDown } from './queue.ts';
 import { discardReplaced, listReplaced, repairDiscards, type Deletion } from './replaced.ts';
-import { repairRestore, restoreSnapshot, type Restored } from './restore.ts';
+import { repairRestore, restoreSnapshot, type RestoreDeps, type Restored } from './restore.ts';
+import type { TenantParts } from './parts.ts';
 import { Activity } from './idle.ts';
 import { heldSnapshot, sleepTenant, stopEvery, type AfterSleep, type SleepParts } from './sleep.ts';
 import { coldStart } from './wakeup.ts';
@@ -67,6 +68,7 @@ export interface TenantsDeps {
   adoptedPollMs?: number;
   /** Function invocations of a project in flight now (host-agent/functions/runtime.ts; default: none). */
   inFlightInvocations?: (projectId: string) => number;
+  fetchBackup?: RestoreDeps['fetchBackup']; // a backup this machine lacks, from the off-machine store (./restore.ts)
   /** In the project's turn after each sleep, once it is answered: the automatic backup (./auto-backup.ts). */
   afterSleep?: AfterSleep;
 }
@@ -366,6 +368,12 @@ export class Tenants {
     return this.#deletions.delete(projectId, request, forget);
   }
 
+  /** Runs `work` in the project's turn with the supervisor's parts: the moves (host-agent/moves/, docs/durability.md). */
+  exclusive<T>(projectId: string, work: (parts: TenantParts) => Promise<T>, { reinstate = false } = {}): Promise<T> {
+    if (reinstate) this.#queue.reinstate(projectId); // a project that moved away and comes back
+    return this.#queue.run(projectId, () => work({ ...this.#parts(), states: this.#states, queue: this.#queue }));
+  }
+
   /** What a sleep and a snapshot need (./sleep.ts). */
   #sleepParts(): SleepParts {
     return { ...this.#parts(), queue: this.#queue, states: this.#states, holds: this.#holds, afterSleep: this.#deps.afterSleep };
@@ -373,7 +381,7 @@ export class Tenants {
 
   /** What head, snapshot, restore and the deletions need. */
   #parts() {
-    const { db, now, pin, log } = this.#deps;
-    return { db, layout: this.layout, logs: this.logs, now, pin, log, engines: this.#engines };
+    const { db, now, pin, log, fetchBackup } = this.#deps;
+    return { db, layout: this.layout, logs: this.logs, now, pin, log, engines: this.#engines, fetchBackup };
   }
 }

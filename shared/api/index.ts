@@ -9,6 +9,7 @@ import * as functions from './functions.ts';
 import * as keys from './keys.ts';
 import * as lifecycle from './lifecycle.ts';
 import * as logs from './logs.ts';
+import * as moves from './moves.ts';
 import * as projects from './projects.ts';
 import * as realtime from './realtime.ts';
 import * as receipts from './receipts.ts';
@@ -17,7 +18,7 @@ import * as secrets from './secrets.ts';
 import * as service from './service.ts';
 import * as storage from './storage.ts';
 
-export { accounts, dataplane, functions, keys, lifecycle, logs, projects, realtime, receipts, secrets, service, storage };
+export { accounts, dataplane, functions, keys, lifecycle, logs, moves, projects, realtime, receipts, secrets, service, storage };
 export { commonErrors, patternParams, route, TAGS } from './route.ts';
 export type {
   Access,
@@ -56,6 +57,7 @@ export const ROUTES: readonly RouteDecl[] = [
   ...functions.routes,
   ...keys.routes,
   ...lifecycle.routes,
+  ...moves.routes,
   ...storage.bucketRoutes,
   ...storage.ticketRoutes,
   ...storage.objectRoutes,

@@ -11,11 +11,12 @@ export const create = route({
   path: '/v0/projects',
   tag: 'projects',
   summary: 'Create a project',
-  description: 'Reserves a tenant on the least-loaded live host agent; the engine is not started (state `stopped`).',
+  description:
+    'Reserves a tenant on the least-loaded live host agent; the engine is not started (state `stopped`). With `from_snapshot` (a fork, docs/durability.md "Fork"), the new project\'s data is that snapshot of a project the caller owns (404 for any other), and it is created `sleeping`; `from_project` names the snapshot\'s project when the caller knows it.',
   access: 'session',
   body: { flow: 'json', schema: createProjectRequestSchema },
   answers: { 201: { description: 'the project', json: projectSchema } },
-  errors: [409, 503],
+  errors: [404, 409, 502, 503],
 });
 
 export const list = route({

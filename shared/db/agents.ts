@@ -14,6 +14,10 @@ export interface AgentRecord {
   engine_version: string | null;
   started_at: string;
   heartbeat_at: string;
+  /** Absent while the agent takes projects; `draining` or `lost` otherwise (docs/durability.md). */
+  status?: 'draining' | 'lost';
+  /** When `status` was set. */
+  status_at?: string;
 }
 
 /** An agent item as its record (exported for reads batched with other items, e.g. a project's). */
@@ -28,6 +32,7 @@ export function toAgentRecord(item: Record<string, any>): AgentRecord {
     engine_version: item.engine_version ?? null,
     started_at: item.started_at,
     heartbeat_at: item.heartbeat_at,
+    ...(item.agent_status === 'draining' || item.agent_status === 'lost' ? { status: item.agent_status, status_at: item.agent_status_at } : {}),
   };
 }
 
@@ -90,9 +95,10 @@ export async function listAgents(db: Db): Promise<AgentRecord[]> {
   return agents;
 }
 
-/** True when the agent heartbeated within `staleMs` and passed its pin check. */
+/** True when the agent heartbeated within `staleMs`, passed its pin check and was not declared lost. */
 export function agentIsLive(agent: AgentRecord, staleMs: number, now: number = Date.now()): boolean {
-  return agent.pin_ok && now - Date.parse(agent.heartbeat_at) <= staleMs;
+  // A lost agent that came back serves nothing it hosted (docs/durability.md "Agent loss").
+  return agent.pin_ok && agent.status !== 'lost' && now - Date.parse(agent.heartbeat_at) <= staleMs;
 }
 
 /**
@@ -102,7 +108,8 @@ export function agentIsLive(agent: AgentRecord, staleMs: number, now: number = D
  * count relative to the agent's capacity (a bigger machine takes more); ties go to the agent id.
  */
 export function choosePlacement(agents: AgentRecord[], staleMs: number, now: number = Date.now()): AgentRecord | null {
-  const candidates = agents.filter((a) => agentIsLive(a, staleMs, now));
+  // A draining or lost agent takes no new project (docs/durability.md "Drain").
+  const candidates = agents.filter((a) => agentIsLive(a, staleMs, now) && a.status === undefined);
   candidates.sort((a, b) => a.tenants / a.capacity - b.tenants / b.capacity || a.agent_id.localeCompare(b.agent_id));
   return candidates[0] ?? null;
 }

@@ -5,6 +5,7 @@ import { projectCountChange } from './accounts.ts';
 import type { BackupPolicy, Project, ProjectState } from '../schemas/projects.ts';
 import { DATA_PLANE, ENGINE_PIN } from '../schemas/projects.ts';
 import type { Db } from './client.ts';
+import type { RestoredFrom } from './moves.ts';
 import { cancellationReasons, isConditionFailure } from './client.ts';
 import type { Page } from './pagination.ts';
 import { queryPage, tableKeyOf } from './pagination.ts';
@@ -34,6 +35,8 @@ export interface ProjectRecord {
   auto_sleep_after_s?: number | null;
   /** Automatic snapshots at sleep; absent or null: none. */
   backup?: BackupPolicy;
+  /** Where the project came back from after its agent was lost (shared/db/moves.ts; docs/durability.md). */
+  restored_from?: RestoredFrom;
 }
 
 /** What `PATCH /v0/projects/{id}` may change; a field left undefined is left as it is, null clears it. */
@@ -56,6 +59,8 @@ export function projectView(p: ProjectRecord): Project {
     last_backup_offsite: p.last_snapshot_offsite ?? null,
     auto_sleep_after_s: p.auto_sleep_after_s ?? null,
     backup: p.backup ?? null,
+    agent_id: p.agent_id,
+    restored_from: p.restored_from ?? null,
   };
 }
 
@@ -74,6 +79,7 @@ export function toRecord(item: Record<string, any>): ProjectRecord {
     ...(typeof item.last_snapshot_offsite === 'string' ? { last_snapshot_offsite: item.last_snapshot_offsite as NonNullable<ProjectRecord['last_snapshot_offsite']> } : {}),
     ...(typeof item.auto_sleep_after_s === 'number' ? { auto_sleep_after_s: item.auto_sleep_after_s } : {}),
     ...(item.backup ? { backup: { on_sleep: item.backup.on_sleep === true, keep: Number(item.backup.keep) } } : {}),
+    ...(item.restored_from ? { restored_from: item.restored_from as RestoredFrom } : {}),
   };
 }
 

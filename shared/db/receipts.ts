@@ -11,7 +11,7 @@ import { listProjectItems } from './pagination.ts';
 import { keys, prefixes } from './table.ts';
 
 /** Operations that are receipted. */
-export type ReceiptOp = 'object.put' | 'object.delete' | 'bucket.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete' | 'project.delete' | 'function.deploy' | 'function.delete';
+export type ReceiptOp = 'object.put' | 'object.delete' | 'bucket.delete' | 'secret.put' | 'secret.delete' | 'snapshot.delete' | 'replaced.delete' | 'project.delete' | 'project.relocate' | 'project.recover' | 'function.deploy' | 'function.delete';
 
 /** A receipt as answered by `GET /v0/projects/{id}/receipts`. */
 export interface Receipt {

@@ -62,12 +62,33 @@ export const projectSchema = z.object({
   last_backup_offsite: z.enum(['pending', 'complete', 'unavailable']).nullable(),
   auto_sleep_after_s: z.int().nullable(),
   backup: z.object({ on_sleep: z.boolean(), keep: z.int() }).nullable(),
+  /** The host agent serving the project now (docs/durability.md "Relocation"). */
+  agent_id: z.string(),
+  /** Set once the project was brought back from an off-machine copy after its agent was lost (docs/durability.md "Agent loss"). */
+  restored_from: z
+    .object({
+      snapshot_id: z.string().nullable(),
+      snapshot_created_at: timestampSchema.nullable(),
+      at: timestampSchema,
+      reason: z.literal('agent_lost'),
+      lost_agent: z.string(),
+    })
+    .nullable(),
 });
 /** A project as answered. */
 export type Project = z.output<typeof projectSchema>;
 
 /** Body of `POST /v0/projects`. */
-export const createProjectRequestSchema = z.strictObject({ name: projectNameSchema });
+export const createProjectRequestSchema = z.strictObject({
+  name: projectNameSchema,
+  /** A fork (docs/durability.md "Fork"): the new project's data is this snapshot of a project the caller owns. */
+  from_snapshot: z.string().regex(ID_PATTERNS.snap, 'a snapshot id: snap_ + 16 hex').optional(),
+  /** The project `from_snapshot` belongs to (optional: found among the caller's projects otherwise). */
+  from_project: projectIdSchema.optional(),
+});
+
+/** Body of `POST /v0/projects/{id}/relocate`: the agent to move to (optional). */
+export const relocateRequestSchema = z.strictObject({ target_agent: z.string().regex(ID_PATTERNS.agt, 'an agent id: agt_ + 16 hex').optional() });
 
 /**
  * Body of `PATCH /v0/projects/{id}`: a new name (under the rule of creation), the automatic sleep
