@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLongLived, matchRoute, ROUTES, type RouteDecl } from '../../shared/api/index.ts';
 import { loadSettings, settingsSchema } from '../../shared/config.ts';
+import { openApiJson } from '../../shared/openapi/document.ts';
 import { REPO } from './iam-usage.ts';
 import { generateTemplate } from './template.ts';
 import { agentBootScript, workerBootScript } from './template/boot.ts';
@@ -74,6 +75,15 @@ describe('the entry\'s routing split (docs/deploy.md "The routing split")', () =
     for (const rule of RULES) expect(rule.conditionValues).toBeLessThanOrEqual(5);
     const priorities = ofType('AWS::ElasticLoadBalancingV2::ListenerRule').map(([, r]) => r.Properties.Priority);
     expect(new Set(priorities).size).toBe(priorities.length);
+  });
+
+  it('sends the function no body over the balancer\'s 1 MB, and gets none back: JSON requests within their limit, the largest fixed answer (the OpenAPI document) well under it', () => {
+    const MB = 1024 * 1024;
+    expect(settingsSchema.shape.SVCD_JSON_MAX_BYTES.parse(undefined)).toBeLessThan(MB);
+    expect(Buffer.byteLength(openApiJson())).toBeLessThan(MB / 2);
+    for (const route of ROUTES.filter((r) => destination(r.method, samplePath(r)) === 'FunctionTargets')) {
+      expect(['none', 'json'], route.key).toContain(route.body.flow);
+    }
   });
 
   it('invokes the function\'s live alias, with multi-value headers, and keeps connections longer than an invocation and a heartbeat', () => {
