@@ -96,6 +96,14 @@ export class ProjectClient {
     }
   }
 
+  /**
+   * `POST …/relocate`: moves the sleeping project to another host agent (`targetAgent`, or the
+   * least-loaded other one); answers the project on its new agent (docs/durability.md "Relocation").
+   */
+  relocate(targetAgent?: string, call?: CallOptions): Promise<Project> {
+    return this.#t.call(R.moves.relocate, { params: this.#params, json: targetAgent === undefined ? {} : { target_agent: targetAgent } }, call);
+  }
+
   /** `POST …/wakeup`: starts the engine (idempotent); answers the project, `running`. */
   wakeup(call?: CallOptions): Promise<Project> {
     return this.#t.call(R.lifecycle.wakeup, { params: this.#params }, call);
