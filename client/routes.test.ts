@@ -51,6 +51,7 @@ const CALLS: ((c: SvcClient, signal: AbortSignal) => unknown)[] = [
   (c) => c.project(PRJ).logs(),
   (c, signal) => c.project(PRJ).followLogs({ signal }).next(),
   (c) => c.project(PRJ).wakeup(),
+  (c) => c.project(PRJ).relocate(),
   (c) => c.project(PRJ).sleep(),
   (c) => c.project(PRJ).head(),
   (c) => c.project(PRJ).restore('snap_x'),
