@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueSessionToken } from '../../shared/auth.ts';
 import { getProject } from '../../shared/db/projects.ts';
+import { projectSchema } from '../../shared/schemas/projects.ts';
 import { signup, startTestService, type TestService } from '../helpers/service.ts';
 
 let svc: TestService;
@@ -22,7 +23,7 @@ async function create(name = 'demo', t = token): Promise<Record<string, any>> {
 describe('POST /v0/projects', () => {
   it('creates a stopped project with every contract field', async () => {
     const p = await create('my app');
-    expect(Object.keys(p).sort()).toEqual(['created_at', 'id', 'name', 'native', 'state', 'updated_at']);
+    expect(Object.keys(p).sort()).toEqual(Object.keys(projectSchema.shape).sort());
     expect(p.id).toMatch(/^prj_[0-9a-f]{16}$/);
     expect(p.name).toBe('my app');
     expect(p.state).toBe('stopped');

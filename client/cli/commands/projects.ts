@@ -32,7 +32,13 @@ export function printProject(cli: Cli, project: Project): void {
 /** Registers the project commands. */
 export function register(program: Command, r: Registry): void {
   const projects = program.command('projects').description('create, list and read projects');
+  createAndList(projects, r);
+  change(projects, r);
+  removeAndRead(projects, r);
+}
 
+/** `svc projects create` and `svc projects list`. */
+function createAndList(projects: Command, r: Registry): void {
   projects
     .command('create')
     .description('create a project: it reserves a tenant and does not start the engine')
@@ -66,7 +72,10 @@ export function register(program: Command, r: Registry): void {
       });
     }),
   );
+}
 
+/** `svc projects rename` and `svc projects update` (the name, the automatic sleep and backups). */
+function change(projects: Command, r: Registry): void {
   projects
     .command('rename')
     .description('give the project a new name')
@@ -96,7 +105,10 @@ export function register(program: Command, r: Registry): void {
         cli.out.result(project, () => printProject(cli, project));
       }),
     );
+}
 
+/** `svc projects delete` and `svc projects get` (or `show`). */
+function removeAndRead(projects: Command, r: Registry): void {
   projects
     .command('delete')
     .description('stop the engine and delete the project with its keys, storage, snapshots, secrets, functions and data')
