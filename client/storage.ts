@@ -8,6 +8,7 @@ import { encodeObjectKey } from '../shared/object-path.ts';
 import { withCleanup, type CallOptions } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
 import { ProjectApi } from './project-apis.ts';
+import { DEFAULT_CHUNK_BYTES, SINGLE_REQUEST_BYTES, uploadResumable, type ResumableOptions } from './resumable.ts';
 import * as R from './routes.gen.ts';
 import type {
   Bucket,
@@ -39,6 +40,16 @@ export interface UploadOptions extends CallOptions {
   ifMatch?: string;
   /** `*`: store only if no object has this key yet (RFC 9110 `If-None-Match`); else 409 `conflict`. */
   ifNoneMatch?: '*';
+  /**
+   * Bytes above which the upload is resumable, in chunks (docs/storage.md "Resumable uploads"):
+   * default the single-request limit, 32 MiB (in a browser, one chunk: 8 MiB). Needs a known size
+   * (a Blob, or `size` with a stream); not with `ifMatch`/`ifNoneMatch`.
+   */
+  resumableAbove?: number;
+  /** Resumable uploads: bytes per request, the URL of an upload to continue, and where to hear of a new one's. */
+  chunkSize?: ResumableOptions['chunkSize'];
+  uploadUrl?: ResumableOptions['uploadUrl'];
+  onUploadUrl?: ResumableOptions['onUploadUrl'];
 }
 
 /** Options of `download`. */
@@ -126,7 +137,10 @@ export class StorageClient extends ProjectApi {
     return this.t.call(R.storage.downloadTicket, { params: this.project, json: input }, call);
   }
 
-  /** `PUT …/storage/objects/{bucket}/{key}`: stores the bytes, streamed; answers the catalog row. */
+  /**
+   * `PUT …/storage/objects/{bucket}/{key}`: stores the bytes, streamed; answers the catalog row. A
+   * larger body (or one in a browser) goes as a resumable upload (`resumableAbove`).
+   */
   async upload(bucket: string, key: string, body: UploadBody, options: UploadOptions = {}): Promise<ObjectRow> {
     const { onProgress } = options;
     const sent: ReadableStream<Uint8Array> | Blob = body instanceof ReadableStream || body instanceof Blob ? body : blobOf(body);
@@ -137,6 +151,14 @@ export class StorageClient extends ProjectApi {
     if (options.ifMatch) headers['if-match'] = quote(options.ifMatch);
     if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
     let payload: Blob | ReadableStream<Uint8Array> = sent;
+    // Above one request's limit, or in a browser (no streamed body, no progress from fetch), a body
+    // of known size goes as a resumable upload: chunks, each resent from where the service stands.
+    const above = options.resumableAbove ?? (IN_BROWSER ? DEFAULT_CHUNK_BYTES : SINGLE_REQUEST_BYTES);
+    if (total !== null && (total > above || options.uploadUrl) && !options.ifMatch && !options.ifNoneMatch) {
+      const source = sent instanceof Blob ? sent : { stream: sent, size: total };
+      await uploadResumable(this.t, this.project.id, bucket, key, source, { ...options, ...(contentType ? { contentType } : {}) });
+      return (await this.downloadTicket({ bucket, key }, options)).object;
+    }
     if (sent instanceof Blob && IN_BROWSER) {
       // A browser sends a streamed body only over HTTP/2 (WHATWG Fetch "duplex") and fetch reports no
       // upload progress: the Blob goes as it is, and progress is reported at its start and its end

@@ -12,13 +12,14 @@ import { errors, type ServiceError } from '../errors.ts';
 
 /**
  * The 413 of a body over the object byte limit, saying what to do about it (docs/storage.md
- * "Streaming and the byte limit"): one PUT carries at most the limit, so a larger file is the
- * client's to split into several objects.
+ * "Streaming and the byte limit"): one request carries at most the limit, and a larger file goes
+ * as a resumable upload in chunks (docs/storage.md "Resumable uploads").
  */
 export function tooLargeError(maxBytes: number): ServiceError {
   return errors.tooLarge(
     `body exceeds the object byte limit of ${maxBytes} bytes (${mebibytes(maxBytes)}, SVCD_STORAGE_MAX_BYTES): ` +
-      `one PUT stores at most that many bytes; store a larger file as several objects of at most ${maxBytes} bytes each`,
+      `one request carries at most that many bytes; upload a larger file with a resumable upload (TUS 1.0: POST /v0/projects/{id}/storage/resumable, ` +
+      `then PATCH chunks of at most that size; svc storage cp and the SDK's storage.upload do this by themselves; docs/storage.md "Resumable uploads")`,
   );
 }
 

@@ -6,14 +6,16 @@
  * agent at random points of an upload, which always leaves a resumable upload or a stored object.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import * as tus from 'tus-js-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../infra/local/stack.ts';
-import { tempDir } from '../helpers/env.ts';
+import { createClient } from '../../client/index.ts';
+import { REPO, tempDir } from '../helpers/env.ts';
 import { startSuiteStack } from '../helpers/stack.ts';
 import { s3TestSettings } from '../setup/s3rver.ts';
 
@@ -102,6 +104,7 @@ describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (bac
   let auth: Record<string, string>;
   let storage: string;
   let endpoint: string;
+  let projectId: string;
 
   beforeAll(async () => {
     dir = tempDir(`svc-resumable-${backend}-`);
@@ -115,6 +118,7 @@ describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (bac
     const { token } = await post('/v0/signup', {});
     auth = { authorization: `Bearer ${token}` };
     const { id } = await post('/v0/projects', { name: 'resumable' }, auth);
+    projectId = id!;
     storage = `${stack.url}/v0/projects/${id}/storage`;
     endpoint = `${storage}/resumable`;
     expect((await fetch(`${storage}/buckets/big`, { method: 'PUT', headers: auth })).status).toBe(201);
@@ -216,6 +220,64 @@ describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (bac
     expect((await raw(url, 'HEAD', { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' })).status).toBe(404);
     expect((await raw(url, 'HEAD', { 'tus-resumable': '1.0.0' })).status).toBe(401);
   });
+  it('the SDK\'s storage.upload goes resumable above one request\'s limit', async () => {
+    const data = randomBytes(40 * MiB);
+    const urls: string[] = [];
+    const seen: number[] = [];
+    const client = createClient({ baseUrl: stack.url, token: auth.authorization!.slice('Bearer '.length) });
+    const row = await client.project(projectId).storage.upload('big', 'sdk.bin', new Blob([data]), {
+      contentType: 'application/x-test',
+      onUploadUrl: (url) => urls.push(url),
+      onProgress: ({ loaded }) => seen.push(loaded),
+    });
+    expect(urls).toHaveLength(1);
+    expect(row).toMatchObject({ key: 'sdk.bin', size: 40 * MiB, state: 'stored', content_type: 'application/x-test' });
+    expect(seen.at(-1)).toBe(40 * MiB);
+    expect(sha256((await object('sdk.bin')).body)).toBe(sha256(data));
+  }, 120_000);
+
+  it('svc storage cp, killed in the middle and run again, resumes the same upload', async () => {
+    const data = randomBytes(64 * MiB);
+    const file = join(dir.dir, 'cli-upload.bin');
+    writeFileSync(file, data);
+    const config = join(dir.dir, 'cli-config');
+    const run = () =>
+      spawn(process.execPath, [join(REPO, 'dist/client/svc.mjs'), 'storage', 'cp', file, `${projectId}:big/cli.bin`, '--json'], {
+        env: { PATH: process.env.PATH!, HOME: dir.dir, SVC_CONFIG_DIR: config, SVC_BASE_URL: stack.url, SVC_TOKEN: auth.authorization!.slice('Bearer '.length) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    const saved = () => {
+      try {
+        return Object.values(JSON.parse(readFileSync(join(config, 'uploads.json'), 'utf8')) as Record<string, { url: string }>).map((e) => e.url);
+      } catch {
+        return [];
+      }
+    };
+    const headOf = async (url: string) => {
+      const res = await fetch(url, { method: 'HEAD', headers: { ...auth, 'tus-resumable': '1.0.0' } });
+      return { status: res.status, offset: Number(res.headers.get('upload-offset')) };
+    };
+    const first = run();
+    const exited = new Promise((r) => first.once('exit', r));
+    await expect.poll(saved, { timeout: 30_000, interval: 20 }).toHaveLength(1);
+    const [url] = saved();
+    await expect.poll(async () => (await headOf(url!)).offset, { timeout: 30_000, interval: 20 }).toBeGreaterThanOrEqual(8 * MiB);
+    first.kill('SIGKILL');
+    await exited;
+    const cut = await headOf(url!);
+    expect(cut.offset).toBeLessThan(data.byteLength);
+    const second = run();
+    let out = '';
+    second.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const code = await new Promise((r) => second.once('exit', r));
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ key: 'cli.bin', size: data.byteLength, state: 'stored' });
+    // The upload the first run started is the one that completed (not a new one), and is forgotten.
+    expect(await headOf(url!)).toEqual({ status: 200, offset: data.byteLength });
+    expect(saved()).toEqual([]);
+    expect(sha256((await object('cli.bin')).body)).toBe(sha256(data));
+  }, 180_000);
+
   it('kill -9 of the agent at random points leaves a resumable upload or the stored object, never a row without its bytes', async () => {
     const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
     const chunk = 8 * MiB;

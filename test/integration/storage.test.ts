@@ -566,8 +566,8 @@ describe.each(['fs', 's3'] as const)('object storage on the %s backend', (backen
       expect(r.status).toBe(413);
       const { error } = (await r.json()) as any;
       expect(error.code).toBe('payload_too_large');
-      // It says what to do: the limit, and that a larger file is stored as several objects.
-      expect(error.message).toMatch(/limit of 33554432 bytes \(32 MiB, SVCD_STORAGE_MAX_BYTES\).*several objects/);
+      // It says what to do: the limit, and that a larger file goes as a resumable upload.
+      expect(error.message).toMatch(/limit of 33554432 bytes \(32 MiB, SVCD_STORAGE_MAX_BYTES\).*resumable upload \(TUS 1\.0: POST \/v0\/projects\/\{id\}\/storage\/resumable/);
       expect((await getBytes('limits', 'huge')).r.status).toBe(404);
       expect(await blobsOf()).toEqual(before);
     });

@@ -18,6 +18,7 @@ import type { Cli } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
 import type { Registry } from '../program.ts';
 import { projectArg } from './args.ts';
+import { resumeStore, type ResumeStore } from './storage-resume.ts';
 import { listOptions, moreNote, pageInput, printList, readList, type ListOptions, type ListView } from './lists.ts';
 
 /** A remote location: `PROJECT:bucket/key`, the key optional (or a prefix); PROJECT '' for the linked one. */
@@ -237,6 +238,9 @@ async function upload(cli: Cli, source: string, to: Remote, contentType: string 
     name = basename(source);
   }
   const key = !to.key || to.key.endsWith('/') ? `${to.key}${name}` : to.key;
+  // A file over one request's limit goes as a resumable upload, whose URL is kept so that the same
+  // command run again continues it (docs/cli.md "Storage").
+  const resume: ResumeStore | null = source === '-' ? null : resumeStore(cli.dir, source, statOf(source), `${to.project}:${to.bucket}/${key}`, cli.baseUrl());
   const type = contentType ?? (source === '-' ? undefined : typeOfName(name));
   const total = body instanceof Blob ? body.size : null;
   const bar = progressBar(cli, `upload ${name}`, total);
@@ -246,6 +250,7 @@ async function upload(cli: Cli, source: string, to: Remote, contentType: string 
     row = await cli.withSession((c) =>
       c.project(to.project).storage.upload(to.bucket, key, body, {
         ...(type ? { contentType: type } : {}),
+        ...(resume ? { uploadUrl: resume.find(), onUploadUrl: (url: string) => resume.save(url) } : {}),
         onProgress: ({ loaded }) => {
           bar.update(loaded);
           collect(loaded);
@@ -255,6 +260,7 @@ async function upload(cli: Cli, source: string, to: Remote, contentType: string 
   } finally {
     bar.stop();
   }
+  resume?.forget();
   cli.out.result(row, () => cli.out.line(`${source === '-' ? 'stdin' : source} → ${to.project}:${to.bucket}/${row.key} (${row.size} bytes, etag ${row.etag})`));
 }
 
