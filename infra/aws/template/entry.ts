@@ -165,7 +165,9 @@ function targetGroups(): Section {
   return {
     // `/v2` without a key is answered 401 before any lookup: the listener is up.
     AgentTargets: instances(PORTS.dataplane, '/v2/health', '401'),
-    WorkerTargets: instances(PORTS.worker, '/v0/health', '200'),
+    // 503 is the service degraded (no live agent, the registry unreadable), which every worker would
+    // answer alike: taking them all away for it would only add an outage of the workers to it.
+    WorkerTargets: instances(PORTS.worker, '/v0/health', '200,503'),
     FunctionTargets: {
       Type: 'AWS::ElasticLoadBalancingV2::TargetGroup',
       DependsOn: 'FunctionEntryPermission',
