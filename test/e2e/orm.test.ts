@@ -1,7 +1,7 @@
 /**
  * The ORM adapters as they ship (dist/client/drizzle.mjs and kysely.mjs, built by `npm test`) with
  * the real drizzle-orm and kysely, against the local stack (docs/sdk.md "ORMs"): a schema made
- * through each library (Drizzle's migrator, Kysely's schema builder), inserts, selects with joins,
+ * through each library (Drizzle's migrator, Kysely's schema builder and Migrator), inserts, selects with joins,
  * a batch in one transaction (all or nothing), and errors carrying the engine's code.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { DrizzleQueryError, eq, relations, sql } from 'drizzle-orm';
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import type { SqliteRemoteDatabase } from 'drizzle-orm/sqlite-proxy';
 import { migrate } from 'drizzle-orm/sqlite-proxy/migrator';
-import { Kysely, sql as ksql, type Generated } from 'kysely';
+import { Kysely, Migrator, sql as ksql, type Generated } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../infra/local/stack.ts';
 import { startSuiteStack } from '../helpers/stack.ts';
@@ -204,6 +204,26 @@ describe('svc-cloud/kysely', () => {
       ['title', 'TEXT', false],
       ['pages', 'INTEGER', true],
     ]);
+  });
+
+  it('runs Kysely’s Migrator, which sends no BEGIN on SQLite’s adapter', async () => {
+    const migrator = new Migrator({
+      db,
+      provider: {
+        getMigrations: async () => ({
+          '0001_tags': {
+            up: async (m: Kysely<unknown>) => {
+              await m.schema.createTable('tags').addColumn('name', 'text', (c) => c.primaryKey()).execute();
+              await m.schema.createIndex('tags_by_name').on('tags').column('name').execute();
+            },
+          },
+        }),
+      },
+    });
+    const first = await migrator.migrateToLatest();
+    expect([first.error, first.results]).toEqual([undefined, [{ migrationName: '0001_tags', direction: 'Up', status: 'Success' }]]);
+    expect(await migrator.migrateToLatest()).toEqual({ results: [] });
+    expect((await client.sql("SELECT name FROM sqlite_master WHERE name = 'tags'")).rows).toHaveLength(1);
   });
 
   it('inserts with returning and insertId, and selects with joins', async () => {

@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -114,11 +114,15 @@ function installed(app: string): string[] {
   return names.sort();
 }
 
-/** Bytes under `path`, following nothing. */
+/** Bytes on disk under `path`, a file hard-linked twice counted once (esbuild's install links its binary). */
 function sizeOf(path: string): number {
+  const seen = new Set<number>();
   let total = 0;
   for (const entry of readdirSync(path, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) total += readFileSync(join(entry.parentPath, entry.name)).byteLength;
+    if (!entry.isFile()) continue;
+    const { ino, size } = statSync(join(entry.parentPath, entry.name));
+    if (!seen.has(ino)) total += size;
+    seen.add(ino);
   }
   return total;
 }
