@@ -70,6 +70,15 @@ describe('the entry\'s routing split (docs/deploy.md "The routing split")', () =
     }
   });
 
+  it('docs/deploy.md "The routing split" names every route the Node workers take', () => {
+    const doc = readFileSync(join(REPO, 'docs/deploy.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## The routing split'), doc.indexOf('### Event streams'));
+    for (const route of ROUTES.filter((r) => r.servedBy === 'handlers' && isLongLived(r))) {
+      const path = route.path.replace(/:(\w+\+?)/g, '{$1}');
+      expect(section.includes(path) || section.includes(path.replace(/\/\{rest\+\}$/, '[/{rest+}]')), path).toBe(true);
+    }
+  });
+
   it('stays within a listener\'s limits: at most 100 rules, five condition values each, distinct priorities', () => {
     expect(RULES.length).toBeLessThanOrEqual(100);
     for (const rule of RULES) expect(rule.conditionValues).toBeLessThanOrEqual(5);
