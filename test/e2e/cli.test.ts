@@ -99,7 +99,7 @@ describe('svc', () => {
     const mistakes = await Promise.all([
       svc(['nonsense']),
       svc(['projects', 'get']),
-      svc(['projects', 'get', 'not-a-project', '--json']),
+      svc(['projects', 'get', 'x'.repeat(65), '--json']),
       svc(['secrets', 'set', 'prj_0123456789abcdef', 'NAME', 'the-value']),
       svc(['storage', 'cp', 'a', 'b']),
     ]);
