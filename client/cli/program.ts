@@ -7,6 +7,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
 import * as accounts from './commands/accounts.ts';
+import * as archive from './commands/archive.ts';
 import * as completion from './commands/completion.ts';
 import * as functions from './commands/functions.ts';
 import * as keys from './commands/keys.ts';
@@ -32,7 +33,7 @@ export interface Registry {
 }
 
 /** Command groups, in the order `svc --help` lists them. */
-const GROUPS = [accounts, link, projects, lifecycle, keys, sql, storage, realtime, secrets, functions, completion];
+const GROUPS = [accounts, link, projects, lifecycle, archive, keys, sql, storage, realtime, secrets, functions, completion];
 
 /** The link of the working directory; a broken one is reported when the command uses it. */
 function linkHere(): ProjectLink | null {
