@@ -14,10 +14,10 @@
  * failed one is retried after PROBE_RETRY_MS, so a fixed host recovers without a restart.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CgroupHost } from '../sandbox/cgroups.ts';
 import { isRoot } from '../sandbox/identity.ts';
+import { packagedWorkerd } from './workerd-binary.ts';
 import { launchArgv, runProbe, sandboxTools, type SandboxMode, type SandboxTools } from './sandbox.ts';
 
 /** How long a failed probe is believed before the runtime is probed again. */
@@ -33,16 +33,7 @@ export interface RuntimeLaunch {
   cgroups: CgroupHost | null;
 }
 
-/** The workerd binary of the `workerd` package, or null when it is not installed. */
-export function packagedWorkerd(): string | null {
-  try {
-    const dir = createRequire(import.meta.url).resolve('workerd/package.json').replace(/package\.json$/, '');
-    const bin = join(dir, 'bin', 'workerd');
-    return existsSync(bin) ? bin : null;
-  } catch {
-    return null;
-  }
-}
+export { packagedWorkerd };
 
 /** Whether this host can give runtimes the OS layer: null when it can, else why not (for `npm start`'s choice). */
 export async function osLayerProblem(workerd: string | null, dir: string): Promise<string | null> {

@@ -104,25 +104,11 @@ async function runDev(cli: Cli, name: string, file: string, options: DevOptions)
     if (problem) cli.out.note(`${c.red('error:')} the function does not start: ${problem}`);
     else cli.out.note(`${c.green(reason)} ${name} at ${url} ${c.dim('(Ctrl-C to stop)')}`);
   };
-  const context = await esbuild.context({
-    ...bundleOptions(file, cli.cwd),
-    plugins: [
-      ...(bundleOptions(file, cli.cwd).plugins ?? []),
-      {
-        name: 'svc-dev-reload',
-        setup(build) {
-          build.onEnd(async (result) => {
-            builds++;
-            if (result.errors.length > 0) {
-              cli.out.note(`${c.red('error:')} ${file} did not bundle${last ? ' (still serving the previous build)' : ''}:\n${buildErrors(result)}`);
-              return;
-            }
-            last = moduleOf(result as BuildResult<{ write: false; metafile: true }>, cli.cwd).code;
-            await load(builds === 1 ? 'serving' : 'reloaded');
-          });
-        },
-      },
-    ],
+  const context = await watchedBuild(esbuild, cli, file, async (code) => {
+    builds++;
+    if (code === null) return;
+    last = code;
+    await load(builds === 1 ? 'serving' : 'reloaded');
   });
   if (options.envFile !== undefined) {
     const envFile = options.envFile;
@@ -153,6 +139,32 @@ async function runDev(cli: Cli, name: string, file: string, options: DevOptions)
     server.closeAllConnections();
     await runtime.stop();
   }
+}
+
+/**
+ * esbuild's context for `file`, calling `onBuild` after each build with the module, or null when
+ * it did not bundle (the errors printed; the previous build keeps serving).
+ */
+function watchedBuild(esbuild: typeof import('esbuild'), cli: Cli, file: string, onBuild: (code: string | null) => Promise<void>) {
+  const options = bundleOptions(file, cli.cwd);
+  return esbuild.context({
+    ...options,
+    plugins: [
+      ...(options.plugins ?? []),
+      {
+        name: 'svc-dev-reload',
+        setup(build) {
+          build.onEnd(async (result) => {
+            if (result.errors.length > 0) {
+              cli.out.note(`${cli.out.ce.red('error:')} ${file} did not bundle:\n${buildErrors(result)}`);
+              return onBuild(null);
+            }
+            return onBuild(moduleOf(result as BuildResult<{ write: false; metafile: true }>, cli.cwd).code);
+          });
+        },
+      },
+    ],
+  });
 }
 
 function listen(server: Server, port: number, host: string): Promise<string> {

@@ -12,12 +12,12 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectionTokens, isHopByHop } from '../../../shared/http/hop-by-hop.ts';
 import { spawnWorkerd, type SpawnedRuntime } from '../../../host-agent/functions/runtime-process.ts';
+import { packagedWorkerd } from '../../../host-agent/functions/workerd-binary.ts';
 import { FUNCTION_COMPATIBILITY_DATE, FUNCTION_COMPATIBILITY_FLAGS, runtimeConfig } from '../../../host-agent/functions/workerd-config.ts';
 import { CliError } from '../errors.ts';
 
@@ -38,16 +38,6 @@ export interface DevRuntimeOptions {
   onLine(stream: 'stdout' | 'stderr' | 'agent', text: string): void;
 }
 
-/** The workerd binary of the `workerd` package (an optional peer dependency of the CLI), or null. */
-export function packagedWorkerd(): string | null {
-  try {
-    const dir = createRequire(import.meta.url).resolve('workerd/package.json').replace(/package\.json$/, '');
-    const bin = join(dir, 'bin', 'workerd');
-    return existsSync(bin) ? bin : null;
-  } catch {
-    return null;
-  }
-}
 
 /** The supervisor's source: beside the bundle (dist/client/), or in the checkout. */
 function supervisorPath(): string {
