@@ -81,7 +81,7 @@ export class AutoBackups {
       const [status, automatic] = await Promise.all([engines.run(projectId, statusCommand, { dataDir }, 'auto-backup', engines.startTimeoutMs), automaticSnapshots(db, projectId)]);
       const newest = automatic[0];
       if (newest && sameData(newest.lineage, status)) return;
-      const snapshot = await turn.snapshot(AUTO_LABEL, true);
+      const snapshot = await turn.snapshot(AUTO_LABEL, { automatic: true, status });
       log(`agent: automatic snapshot ${snapshot.id} of ${projectId} taken after its sleep (visible_csn ${snapshot.lineage.visible_csn})`, {
         level: 'info',
         event: 'auto_backup',

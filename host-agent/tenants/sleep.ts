@@ -12,7 +12,7 @@ import type { Engines } from './engine.ts';
 import type { SnapshotHolds } from './holds.ts';
 import { within } from './processes.ts';
 import type { ProjectQueue } from './queue.ts';
-import { takeSnapshot, type SnapshotDeps } from './snapshot.ts';
+import { takeSnapshot, type SnapshotDeps, type SnapshotOptions } from './snapshot.ts';
 import type { RecordedStates } from './state.ts';
 
 /** What an after-sleep step may do in the project's turn. */
@@ -20,7 +20,7 @@ export interface SleepTurn {
   /** The supervisor's parts, for the engine's offline commands (the tenant is asleep, the turn held). */
   parts: SnapshotDeps;
   /** Takes a snapshot in this turn. */
-  snapshot(label: string, automatic: boolean): Promise<Snapshot>;
+  snapshot(label: string, options: SnapshotOptions): Promise<Snapshot>;
 }
 
 /** Runs in the project's turn after each sleep that stopped an engine or changed the state, once the sleep is answered. Must not throw. */
@@ -56,7 +56,7 @@ export function sleepTenant(parts: SleepParts, projectId: string, recorded: Reco
         if (live || changed) parts.states.notify(projectId, 'project.sleeping', { state: 'sleeping' });
         resolve(answer);
         if ((live || changed) && parts.afterSleep) {
-          await parts.afterSleep(projectId, { parts, snapshot: (label, automatic) => heldSnapshot(parts, projectId, label, automatic) });
+          await parts.afterSleep(projectId, { parts, snapshot: (label, snapshotOptions) => heldSnapshot(parts, projectId, label, snapshotOptions) });
         }
       })
       .catch(reject);
@@ -86,7 +86,7 @@ export async function stopEvery(parts: Pick<SleepParts, 'engines' | 'states' | '
 }
 
 /** A snapshot taken in the project's turn (the caller holds it), its new id held until it is recorded. */
-export async function heldSnapshot(parts: SleepParts, projectId: string, label: string | null, automatic = false): Promise<Snapshot> {
+export async function heldSnapshot(parts: SleepParts, projectId: string, label: string | null, options: SnapshotOptions = {}): Promise<Snapshot> {
   let release = () => {};
   try {
     const snapshot = await takeSnapshot(
@@ -96,7 +96,7 @@ export async function heldSnapshot(parts: SleepParts, projectId: string, label: 
       (id) => {
         release = parts.holds.hold(projectId, id);
       },
-      automatic,
+      options,
     );
     parts.states.notify(projectId, 'snapshot.created', { snapshot_id: snapshot.id, label, created_at: snapshot.created_at });
     return snapshot;

@@ -25,12 +25,19 @@ export interface SnapshotDeps {
   engines: Pick<Engines, 'get' | 'run' | 'startTimeoutMs' | 'longTimeoutMs' | 'privateDir' | 'prepare'>;
 }
 
+/** How a snapshot is taken besides its label. */
+export interface SnapshotOptions {
+  /** Taken by the agent after a sleep (./auto-backup.ts). */
+  automatic?: boolean;
+  /** The engine's status, already read in this turn (the tenant asleep since): not read again. */
+  status?: ResultOf<typeof statusCommand>;
+}
+
 /**
  * Backs up the sleeping tenant's data directory and records the snapshot (the caller holds the
- * project's queue). `claim` is told the new id before its backup begins (./holds.ts). `automatic`:
- * taken by the agent after a sleep (./auto-backup.ts).
+ * project's queue). `claim` is told the new id before its backup begins (./holds.ts).
  */
-export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null, claim: (snapshotId: string) => void = () => {}, automatic = false): Promise<Snapshot> {
+export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label: string | null, claim: (snapshotId: string) => void = () => {}, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { layout, engines } = deps;
   if (engines.get(projectId)) throw new ServiceError('tenant_running', 'the tenant is running: sleep it before taking a snapshot');
   const dataDir = layout.dataDir(projectId);
@@ -41,7 +48,7 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
   claim(snapshotId);
   const backupDir = layout.backupDir(projectId, snapshotId);
   mkdirSync(layout.snapshotRoot(projectId), { recursive: true });
-  const status = await engines.run(projectId, statusCommand, { dataDir }, 'snapshot', engines.startTimeoutMs);
+  const status = options.status ?? (await engines.run(projectId, statusCommand, { dataDir }, 'snapshot', engines.startTimeoutMs));
   const backup = await engines.run(projectId, backupCommand, { dataDir, out: backupDir }, 'snapshot', engines.longTimeoutMs);
   const snapshot: Snapshot = {
     id: snapshotId,
@@ -55,7 +62,7 @@ export async function takeSnapshot(deps: SnapshotDeps, projectId: string, label:
     backup: pickBackup(backup),
     // Shipped off the machine once recorded (host-agent/backups/backups.ts; docs/lifecycle.md "Off-machine copies").
     offsite: { state: 'pending', completed_at: null },
-    automatic,
+    automatic: options.automatic === true,
   };
   await putSnapshot(deps.db, snapshot);
   deps.logs.append(projectId, `snapshot ${snapshotId} created in ${backupDir}`);
