@@ -18,5 +18,5 @@ cd "$work"
 npm ci --no-audit --no-fund
 npm run build
 node_modules/.bin/node --version
-tar -czf "$out" .
+tar --owner=0 --group=0 -czf "$out" .
 echo "wrote $out"

@@ -27,7 +27,13 @@ describe('the deployment template', () => {
 
   it('passes every secret as a NoEcho parameter, never a literal', () => {
     const t = generateTemplate() as any;
-    for (const p of ['SessionSecret', 'KeyPepper', 'InternalSecret', 'SecretsKeys']) expect(t.Parameters[p].NoEcho).toBe(true);
+    for (const p of ['SessionSecret', 'KeyPepper', 'InternalSecret', 'SecretsKeys']) {
+      expect(t.Parameters[p].NoEcho).toBe(true);
+      // Safe as they are inside the secret's JSON and an environment file: what `openssl rand` gives passes, a quote does not.
+      const allowed = new RegExp(t.Parameters[p].AllowedPattern);
+      expect(allowed.test(`k1:${Buffer.alloc(32, 255).toString('base64')},k2:${'ab'.repeat(32)}`)).toBe(true);
+      expect(allowed.test('a"b')).toBe(false);
+    }
     const env = t.Resources.Function.Properties.Environment.Variables;
     for (const name of ['SVCD_SESSION_SECRET', 'SVCD_KEY_PEPPER', 'SVCD_INTERNAL_SECRET', 'SVCD_SECRETS_KEYS']) {
       expect(env[name]).toHaveProperty('Ref');

@@ -234,6 +234,8 @@ describe('the boot scripts (docs/deploy.md "The topology")', () => {
   it('installs the release the stack names and reads the secret settings from the stack\'s secret', () => {
     for (const script of [agentBootScript(), workerBootScript()]) {
       expect(script).toContain('s3://${ReleaseBucket}/${ReleaseKey}');
+      // Root's files, whoever built the archive (root runs them).
+      expect(script).toContain('tar --no-same-owner -xzf');
       expect(script).toContain('--secret-id ${Settings}');
       expect(script).not.toMatch(/SVCD_(SESSION_SECRET|KEY_PEPPER|INTERNAL_SECRET|SECRETS_KEYS)=/);
     }

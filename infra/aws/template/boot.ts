@@ -21,7 +21,8 @@ function installAndSecrets(envFile: string): string[] {
     'imds() { curl -sSf -H "X-aws-ec2-metadata-token: $(curl -sSf -X PUT -H \'X-aws-ec2-metadata-token-ttl-seconds: 60\' http://169.254.169.254/latest/api/token)" "http://169.254.169.254/latest/meta-data/$1"; }',
     'install -d -m 755 /opt/svc-cloud /etc/svc-cloud',
     'aws s3 cp --only-show-errors --region ${AWS::Region} s3://${ReleaseBucket}/${ReleaseKey} /opt/svc-release.tar.gz',
-    'tar -xzf /opt/svc-release.tar.gz -C /opt/svc-cloud',
+    // Root's, whoever built the archive: root runs this code.
+    'tar --no-same-owner -xzf /opt/svc-release.tar.gz -C /opt/svc-cloud',
     'rm -f /opt/svc-release.tar.gz',
     'umask 077',
     '# The secret settings: the stack\'s secret is one JSON object, SVCD_* name -> value.',

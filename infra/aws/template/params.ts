@@ -38,7 +38,7 @@ export const NETWORK = {
 
 /** The stack's parameters. */
 export function parameters(): Section {
-  const count = (description: string, min: number) => ({ Type: 'Number', MinValue: min, Default: min, Description: description });
+  const count = (description: string, value: number) => ({ Type: 'Number', MinValue: 1, Default: value, Description: description });
   return {
     CodeBucket: { Type: 'String', Description: 'S3 bucket holding the zipped dist/gateway.mjs' },
     CodeKey: { Type: 'String', Description: 'S3 key of the zipped dist/gateway.mjs (a new key publishes a new function version)' },
@@ -46,7 +46,11 @@ export function parameters(): Section {
     ReleaseKey: { Type: 'String', Description: 'S3 key of the release archive (.tar.gz)' },
     CertificateArn: { Type: 'String', Description: 'ACM certificate of the service\'s host name, for the entry\'s HTTPS listener' },
     ...Object.fromEntries(
-      Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [param, { Type: 'String', NoEcho: true, MinLength: 32, Description: setting }]),
+      Object.entries(SECRET_PARAMETERS).map(([param, setting]) => [
+        param,
+        // Letters, digits and base64's, the key ring's and hex's punctuation: the value goes into JSON (the stack's secret) and an environment file as it is.
+        { Type: 'String', NoEcho: true, MinLength: 32, AllowedPattern: '^[A-Za-z0-9+/=:,._-]+$', Description: setting },
+      ]),
     ),
     FunctionEgress: {
       Type: 'String',
@@ -64,7 +68,7 @@ export function parameters(): Section {
     AgentMaxCount: count('most engine machines; above AgentCount so that a rolling replacement starts the new machine before draining the old', 3),
     WorkerInstanceType: { Type: 'String', Default: 'c7g.large', Description: 'Node workers' },
     WorkerMinCount: count('least Node workers', 2),
-    WorkerMaxCount: count('most Node workers (scaled on CPU between the two)', 2),
+    WorkerMaxCount: count('most Node workers (scaled on CPU between the two)', 4),
   };
 }
 
