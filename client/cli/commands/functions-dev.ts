@@ -7,7 +7,7 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseEnv } from 'node:util';
+import * as util from 'node:util';
 import type { Command } from 'commander';
 import type { BuildResult } from 'esbuild';
 import { ID_PATTERNS } from '../../../shared/ids.ts';
@@ -47,13 +47,29 @@ function environment(cli: Cli, name: string, envFile: string | undefined, origin
   let vars: Record<string, string> = {};
   if (envFile !== undefined) {
     try {
-      vars = Object.fromEntries(Object.entries(parseEnv(readFileSync(envFile, 'utf8'))).filter((e): e is [string, string] => e[1] !== undefined));
+      vars = parseEnvText(readFileSync(envFile, 'utf8'));
     } catch (err) {
       throw new CliError(`cannot read ${envFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   }
   const linked = cli.projectOption && ID_PATTERNS.prj.test(cli.projectOption) ? cli.projectOption : safeLink(cli);
   return { ...vars, ...(linked ? { PROJECT_ID: linked } : {}), FUNCTION_NAME: name, CLOUD_ORIGIN: origin };
+}
+
+/**
+ * `NAME=value` lines: Node's own reader (`util.parseEnv`, Node 20.12 and later), else the same rules
+ * in short — `#` comments, `export ` prefixes, values in single, double (with `\n`) or no quotes.
+ */
+export function parseEnvText(text: string): Record<string, string> {
+  const native = (util as { parseEnv?: (content: string) => Record<string, string | undefined> }).parseEnv;
+  if (native) return Object.fromEntries(Object.entries(native(text)).filter((e): e is [string, string] => e[1] !== undefined));
+  const vars: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([\w.-]+)\s*=\s*(?:'([^']*)'|"((?:[^"\\]|\\.)*)"|([^#]*?))\s*(?:#.*)?$/.exec(line);
+    if (!m) continue;
+    vars[m[1]!] = m[2] ?? (m[3] !== undefined ? m[3].replace(/\\n/g, '\n') : (m[4] ?? ''));
+  }
+  return vars;
 }
 
 function safeLink(cli: Cli): string | undefined {
