@@ -99,7 +99,7 @@ function ProjectFrame({ client, session, id, tab }: { client: SvcClient; session
   else {
     switch (tab) {
       case 'overview':
-        page = html`<${Overview} project=${project} record=${record} session=${session} onChanged=${setRecord} />`;
+        page = html`<${Overview} project=${project} record=${record} onChanged=${setRecord} />`;
         break;
       case 'keys':
         page = html`<${Keys} project=${project} />`;

@@ -2,15 +2,13 @@
  * The overview's backup state and automation settings (docs/lifecycle.md "Automatic sleep and
  * backups"): the project's recovery point (`last_backup_at`) and the state of its newest snapshot's
  * off-machine copy (`last_backup_offsite`), and a form for `auto_sleep_after_s` and `backup`
- * (`{on_sleep, keep}`) sent with `PATCH /v0/projects/{id}`. Each renders nothing on a service whose
+ * (`{on_sleep, keep}`) sent with `PATCH /v0/projects/{id}` (the SDK's `update`). Each renders nothing on a service whose
  * project answer has no such field.
  */
 import { html } from 'htm/preact';
 import { Fragment, type VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import type { Project } from '../../client/index.ts';
-import { sessionJson } from '../http.ts';
-import type { ConsoleSession } from '../session.ts';
+import type { Project, ProjectClient } from '../../client/index.ts';
 import { ErrorBox, Time, useAction } from '../ui.ts';
 
 /** The settings this form sets, as the project answer carries them (absent on an older service). */
@@ -40,7 +38,7 @@ export function BackupState({ record }: { record: Project }): VNode | null {
 }
 
 /** Automatic sleep and backups: a small form, or nothing when the service answers neither setting. */
-export function AutomationForm({ record, session, onChanged }: { record: Project; session: ConsoleSession; onChanged: (p: Project) => void }): VNode | null {
+export function AutomationForm({ project, record, onChanged }: { project: ProjectClient; record: Project; onChanged: (p: Project) => void }): VNode | null {
   const r = record as Project & Automation;
   const hasSleep = 'auto_sleep_after_s' in r;
   const hasBackup = 'backup' in r;
@@ -51,14 +49,14 @@ export function AutomationForm({ record, session, onChanged }: { record: Project
   const [saved, setSaved] = useState(false);
   const save = useAction(async () => {
     setSaved(false);
-    const body: Automation = {};
+    const body: Pick<Automation, 'auto_sleep_after_s' | 'backup'> = {};
     if (hasSleep) {
       const seconds = Math.round(Number(minutes) * 60);
       if (sleepOn && !(seconds > 0)) throw new Error('automatic sleep: give the idle time in minutes');
       body.auto_sleep_after_s = sleepOn ? seconds : null;
     }
     if (hasBackup) body.backup = backupOn ? { on_sleep: true, keep: Number(keep) } : null;
-    onChanged(await sessionJson<Project>(session, 'PATCH', `/v0/projects/${encodeURIComponent(record.id)}`, body));
+    onChanged(await project.update(body));
     setSaved(true);
   });
   if (!hasSleep && !hasBackup) return null;

@@ -9,13 +9,11 @@ import { useState } from 'preact/hooks';
 import type { Head, Project, ProjectClient } from '../../client/index.ts';
 import { DeleteProject, RenameForm } from '../project-admin.ts';
 import { navigate } from '../router.ts';
-import type { ConsoleSession } from '../session.ts';
 import { Busy, ErrorBox, Fields, StateBadge, Time, useAction } from '../ui.ts';
 import { AutomationForm, BackupState } from './overview-settings.ts';
 
 /** The overview page. */
-export function Overview(props: { project: ProjectClient; record: Project; session: ConsoleSession; onChanged: (p: Project) => void }): VNode {
-  const { project, record, onChanged } = props;
+export function Overview({ project, record, onChanged }: { project: ProjectClient; record: Project; onChanged: (p: Project) => void }): VNode {
   const [head, setHead] = useState<Head | null>(null);
   const [doing, setDoing] = useState<string | null>(null);
   const lifecycle = useAction(async (what: 'wakeup' | 'sleep' | 'refresh') => {
@@ -57,7 +55,7 @@ export function Overview(props: { project: ProjectClient; record: Project; sessi
         <div class="muted">Name</div>
         <${RenameForm} key=${record.name} project=${project} record=${record} onRenamed=${onChanged} />
       </div>
-      <${AutomationForm} record=${record} session=${props.session} onChanged=${onChanged} />
+      <${AutomationForm} project=${project} record=${record} onChanged=${onChanged} />
       <div>
         <div class="muted">Danger zone</div>
         <${DeleteProject} project=${project} record=${record} onDeleted=${() => navigate({ page: 'projects' })} />

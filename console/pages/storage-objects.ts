@@ -53,9 +53,11 @@ export function Objects({ project, bucket, session }: { project: ProjectClient; 
     await pager.reload();
   });
 
+  /** Browses folder `p`; the folder already shown is read again. */
   const open = (p: string) => {
     setPreviewing(null);
-    setPrefix(p);
+    if (p === prefix) void pager.reload();
+    else setPrefix(p);
   };
   /** After an upload: the listing again, in the folder of a single named file put elsewhere. */
   const stored = (key: string) => {

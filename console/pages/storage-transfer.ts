@@ -18,7 +18,7 @@ export const RESUMABLE_ABOVE = 8 * 1024 * 1024;
 /** The size of each resumable piece (the contract's body limit is 32 MiB). */
 export const CHUNK_BYTES = 8 * 1024 * 1024;
 /** Pauses before a failed piece is sent again; then the upload waits for **Resume**. */
-export const RETRY_DELAYS_MS = [0, 1000, 3000, 5000, 10000];
+export const RETRY_DELAYS_MS = [0, 1000, 3000, 6000];
 /** The single-request limit: a file above it cannot fall back to a PUT (docs/storage.md "Limits"). */
 const SINGLE_PUT_MAX = 32 * 1024 * 1024;
 

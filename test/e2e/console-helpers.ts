@@ -75,7 +75,9 @@ export async function signedInPage(browser: Browser, url: string, account: Accou
 
 /** Goes to a console route and waits for its page (`data-test` of its root). */
 export async function go(page: Page, hash: string, test: string): Promise<void> {
-  await page.evaluate((h) => (location.hash = h), hash);
+  // The same route again is no hash change: load the page again so that it reads afresh.
+  if ((await page.evaluate(() => location.hash)) === hash) await page.reload();
+  else await page.evaluate((h) => (location.hash = h), hash);
   await page.waitForSelector(`[data-test=${test}]`);
   await settled(page);
 }
