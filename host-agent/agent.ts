@@ -35,7 +35,7 @@ import { createFsBlobStore } from './blobs/fs-store.ts';
 import * as lifecycleRoutes from './routes/lifecycle.ts';
 import * as archiveRoutes from './routes/archive.ts';
 import * as moveRoutes from './routes/moves.ts';
-import { sweepBeforeServing, watchLostAgents } from './moves/index.ts';
+import { sweepBeforeServing, tellMoved, watchLostAgents } from './moves/index.ts';
 import * as logRoutes from './routes/logs.ts';
 import * as projectDeleteRoutes from './routes/project-delete.ts';
 import * as functionRoutes from './routes/functions.ts';
@@ -229,7 +229,7 @@ function startPublic(ctx: AgentContext, options: AgentOptions): Promise<Dataplan
     keys: ctx.keyCache,
     log,
     agentId: ctx.agentId,
-    peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log }),
+    peers: new Peers({ load: (id) => getAgent(ctx.db, id), staleMs: settings.SVCD_AGENT_STALE_MS, refreshMs: settings.SVCD_HEARTBEAT_MS, log, tellMoved: (id, projectId) => tellMoved(ctx, id, projectId) }),
     cors,
     held: options.held,
     origin,

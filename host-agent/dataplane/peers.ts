@@ -26,6 +26,8 @@ export interface PeersOptions {
   refreshMs: number;
   now?: () => number;
   log?: (line: string) => void;
+  /** Tells agent `agentId` that its placement of `projectId` is stale (the project moved; docs/durability.md "Relocation"). */
+  tellMoved?: (agentId: string, projectId: string) => Promise<void>;
 }
 
 /** A peer the listener may forward to. */
@@ -62,6 +64,15 @@ export class Peers {
 
   private live(record: AgentRecord | null, now: number): boolean {
     return record !== null && now - Date.parse(record.heartbeat_at) <= this.options.staleMs;
+  }
+
+  /**
+   * A request forwarded here by `agentId` for a project this agent places on `agentId` itself: one
+   * of the two placements is stale (a move whose word did not reach it). After this agent read its
+   * own again, it is the forwarder's: it is told to forget it, so the request can go back to it.
+   */
+  async tellMoved(agentId: string, projectId: string): Promise<void> {
+    await this.options.tellMoved?.(agentId, projectId).catch((err: Error) => this.log(`dataplane: telling agent ${agentId} that ${projectId} moved failed: ${err.message}`));
   }
 
   /** The live peer `agentId`, with its pool; or why it cannot be reached. Throws only when a needed read fails. */

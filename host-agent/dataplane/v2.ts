@@ -109,10 +109,12 @@ async function destinationOf(c: V2Context, h: Scanned, projectId: string, owner:
     return { engine: endpoint };
   }
   // Forwarded here by an agent that believes this one owns the project (a placement it held from
-  // before a move): on to the owner once more, never back to an agent the request has passed.
-  if (h.forwardedBy.includes(owner) || h.forwardedBy.length > 1 || !c.peers) {
+  // before a move): on to the owner once more (two hops at most). Back to the forwarder only once it
+  // has been told its placement is stale, so it reads it again and serves the request itself.
+  if (h.forwardedBy.length > 1 || !c.peers) {
     throw errors.orchestrator(`project ${projectId} is hosted by another host agent; a forwarded request is not forwarded again`);
   }
+  if (h.forwardedBy.includes(owner)) await c.peers.tellMoved(owner, projectId);
   const peer = await c.peers.resolve(owner);
   if ('reason' in peer) {
     throw errors.orchestrator(

@@ -5,7 +5,9 @@
  */
 import { getAgent } from '../../shared/db/agents.ts';
 import { setAgentStatus } from '../../shared/db/moves.ts';
+import { internalPaths } from '../../shared/internal-paths.ts';
 import type { AgentContext } from '../context.ts';
+import { agentCalls } from './calls.ts';
 import { lostAgentsPass } from './lost.ts';
 import { sweepStaleCopies } from './stale.ts';
 
@@ -14,6 +16,12 @@ export async function sweepBeforeServing(ctx: AgentContext): Promise<void> {
   const lost = (await getAgent(ctx.db, ctx.agentId))?.status === 'lost';
   if (lost) ctx.log('agent: this agent was declared lost: its projects are restored elsewhere, and its copies here are removed', { level: 'warn', event: 'agent.lost' });
   await sweepStaleCopies(ctx, lost);
+}
+
+/** Tells agent `agentId` to forget its placement of `projectId` (the `/v2` listener found it stale). */
+export async function tellMoved(ctx: AgentContext, agentId: string, projectId: string): Promise<void> {
+  const agent = await getAgent(ctx.db, agentId);
+  if (agent) await agentCalls(ctx).json(agent, 'POST', internalPaths.placementChanged(projectId), { signal: AbortSignal.timeout(2000) });
 }
 
 /** Starts the lost-agent pass every `SVCD_HEARTBEAT_MS`; answers its stop. */
