@@ -187,7 +187,8 @@ describe('the security groups (docs/deploy.md "The topology")', () => {
     const hooks = T.Resources.AgentGroup.Properties.LifecycleHookSpecificationList;
     expect(hooks).toEqual([expect.objectContaining({ LifecycleTransition: 'autoscaling:EC2_INSTANCE_TERMINATING' })]);
     const watcher = readFileSync(join(REPO, 'infra/host-agent/svc-agent-drain.sh'), 'utf8');
-    expect(watcher).toContain('/opt/svc-cloud/bin/svc-agent drain');
+    expect(watcher).toContain('agent=${SVC_AGENT_COMMAND:-/opt/svc-cloud/bin/svc-agent}');
+    expect(watcher).toContain('"$agent" drain');
     expect(agentBootScript()).toContain(`SVC_DRAIN_HOOK=${hooks[0].LifecycleHookName}`);
     expect(T.Resources.FunctionVersion.Properties.Description['Fn::Sub']).toContain('${CodeKey}');
     expect(T.Resources.FunctionAlias.Properties.FunctionVersion).toEqual({ 'Fn::GetAtt': ['FunctionVersion', 'Version'] });

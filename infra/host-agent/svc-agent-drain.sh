@@ -7,22 +7,26 @@
 # placement skips it) until it succeeds, keeping the hook alive meanwhile, then lets the termination go
 # on. A drain that keeps failing holds the machine, saying so in the journal, rather than strand a project.
 set -u
+# The agent's command and the pauses (the unit sets none: these defaults; tests shorten them).
+agent=${SVC_AGENT_COMMAND:-/opt/svc-cloud/bin/svc-agent}
+poll=${SVC_DRAIN_POLL_SECONDS:-5}
+retry=${SVC_DRAIN_RETRY_SECONDS:-30}
 
 imds() {
   token=$(curl -sSf -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token) &&
     curl -sSf -H "X-aws-ec2-metadata-token: $token" "http://169.254.169.254/latest/meta-data/$1"
 }
 
-while [ "$(imds autoscaling/target-lifecycle-state 2>/dev/null)" != Terminated ]; do sleep 5; done
+while [ "$(imds autoscaling/target-lifecycle-state 2>/dev/null)" != Terminated ]; do sleep "$poll"; done
 instance=$(imds instance-id)
 region=$(imds placement/region)
 
 echo "leaving the group: draining"
-until /opt/svc-cloud/bin/svc-agent drain; do
-  echo "drain failed: holding the machine, trying again in 30 s" >&2
+until "$agent" drain; do
+  echo "drain failed: holding the machine, trying again in $retry s" >&2
   aws autoscaling record-lifecycle-action-heartbeat --region "$region" --auto-scaling-group-name "$SVC_AGENT_GROUP" \
     --lifecycle-hook-name "$SVC_DRAIN_HOOK" --instance-id "$instance" || true
-  sleep 30
+  sleep "$retry"
 done
 echo "drained: letting the termination go on"
 aws autoscaling complete-lifecycle-action --region "$region" --auto-scaling-group-name "$SVC_AGENT_GROUP" \
