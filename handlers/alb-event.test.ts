@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fromAlbEvent, isAlbEvent, toAlbResult, type AlbEvent } from './alb-event.ts';
-import { createGatewayHandler, eventToRequest } from './gateway.ts';
+import { createGatewayHandler, eventToRequest, handler } from './gateway.ts';
 import type { App } from './index.ts';
 
 /** An ALB Lambda event (multi-value headers on), as the balancer sends it. */
@@ -39,6 +39,14 @@ describe('the function behind a load balancer', () => {
   it('answers with every header as a list, each Set-Cookie its own', () => {
     const r = toAlbResult({ statusCode: 201, headers: { 'content-type': 'application/json' }, cookies: ['a=1', 'b=2'], body: '{}', isBase64Encoded: false });
     expect(r).toEqual({ statusCode: 201, multiValueHeaders: { 'content-type': ['application/json'], 'set-cookie': ['a=1', 'b=2'] }, body: '{}', isBase64Encoded: false });
+  });
+
+  it('the function\'s handler answers a load balancer in the balancer\'s shape (an unknown path: 404, or 500 with no settings here)', async () => {
+    const r = await handler(albEvent({ path: '/v0/nope', multiValueQueryStringParameters: {} }));
+    expect(r).toHaveProperty('multiValueHeaders');
+    expect(r).not.toHaveProperty('headers');
+    expect([404, 500]).toContain(r.statusCode);
+    expect(JSON.parse(r.body).error.code).toMatch(/^(not_found|internal)$/);
   });
 
   it('serves an app through the gateway entry', async () => {
