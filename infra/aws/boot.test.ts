@@ -69,6 +69,8 @@ function boot(name: string, script: string): { status: number | null; stderr: st
   stub('curl', 'for a in "$@"; do url=$a; done\ncase $url in */api/token) echo token ;; */local-ipv4) echo 10.0.64.10 ;; *) exit 22 ;; esac');
   stub('systemctl', 'true');
   const filled = script.replace(/\$\{([\w:]+)\}/g, (whole, key: string) => STACK[key] ?? whole);
+  // Every `${…}` is the stack's: the shell's own variables are written `$name`, which Fn::Sub leaves alone.
+  expect(filled).not.toContain('${');
   writeFileSync(join(run, 'user-data'), filled);
   // /opt, /etc and /var/lib as overlays: the script's writes land in <run>/<dir>-up.
   const mounts = ['opt', 'etc', 'var/lib']
