@@ -10,6 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { getSnapshot } from '../../shared/db/snapshots.ts';
 import { errorResponse, errors } from '../../shared/errors.ts';
@@ -17,6 +18,7 @@ import { newRequestId } from '../../shared/ids.ts';
 import { internalPaths, ROUTE_PARAMS } from '../../shared/internal-paths.ts';
 import { json, pathParam } from '../../shared/http/body.ts';
 import { answerWhileDraining } from '../../shared/http/linger.ts';
+import { nodeWrittenResponse } from '../../shared/http/node-http.ts';
 import { projectIdSchema, projectStateSchema } from '../../shared/schemas/projects.ts';
 import { snapshotIdSchema } from '../../shared/schemas/snapshots.ts';
 import { parseOr400 } from '../../shared/validation.ts';
@@ -43,14 +45,27 @@ export function register(router: InternalRouter): void {
     const local = ctx.tenants.layout.backupDir(projectId, snapshotId);
     const files = existsSync(local) ? await localFiles(local) : ctx.backups.store ? await storeFiles(ctx.backups.store, projectId, snapshotId) : null;
     if (!files) throw errors.notFound(`snapshot ${snapshotId} has no backup directory on this host and no complete off-machine copy`);
-    const body = Readable.toWeb(archiveStream(snapshotId, files, new Date(snapshot.created_at))) as ReadableStream<Uint8Array>;
-    return new Response(body, {
-      headers: {
-        'content-type': 'application/x-tar',
-        'content-length': String(archiveLength(files)),
-        'content-disposition': `attachment; filename="${projectId}-${snapshotId}.tar"`,
+    const headers = {
+      'content-type': 'application/x-tar',
+      'content-length': String(archiveLength(files)),
+      'content-disposition': `attachment; filename="${projectId}-${snapshotId}.tar"`,
+    };
+    const archive = () => archiveStream(snapshotId, files, new Date(snapshot.created_at));
+    // Written by the listener straight onto its response (a web stream in between costs most of
+    // the throughput); the web stream is there for any other reader, made only when pulled.
+    let web: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const fallback = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          const { done, value } = await (web ??= (Readable.toWeb(archive()) as ReadableStream<Uint8Array>).getReader()).read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        },
+        cancel: (reason) => web?.cancel(reason),
       },
-    });
+      { highWaterMark: 0 },
+    );
+    return nodeWrittenResponse(200, headers, (res) => pipeline(archive(), res, { end: false }), fallback);
   });
 
   router.post(internalPaths.importArchive(ROUTE_PARAMS.id), async (request, ctx) => {
