@@ -162,7 +162,7 @@ export const snapshotArchive = route({
     },
   },
   answerFlow: 'bytes',
-  errors: [503],
+  errors: [502, 503],
 });
 
 export const importArchive = route({
