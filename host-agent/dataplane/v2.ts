@@ -88,15 +88,16 @@ async function admit(c: V2Context, h: Scanned, seen: { projectId?: string }): Pr
 }
 
 /**
- * Phase 2: the engine here, or (several agents) the agent that owns the project. When the placement
- * held cannot serve (no engine here, or its agent is not live), it is read again once: the project
- * may have moved (docs/durability.md "Relocation"), and the request goes where it is now.
+ * Phase 2: the engine here, or (several agents) the agent that owns the project. When the agent the
+ * placement names cannot be reached, the placement is read again once: the project may have moved
+ * (docs/durability.md "Relocation"), and the request goes where it is now. (A placement naming this
+ * agent is never stale: an agent forgets the placement of a project that leaves it, and starts with none.)
  */
 async function destination(c: V2Context, h: Scanned, projectId: string, owner: string | undefined): Promise<{ engine: EngineEndpoint } | { peer: Peer }> {
   try {
     return await destinationOf(c, h, projectId, owner);
   } catch (err) {
-    const now = owner === undefined ? undefined : await c.keys.refreshPlacement(projectId);
+    const now = owner === undefined || owner === c.agentId ? undefined : await c.keys.refreshPlacement(projectId);
     if (now === undefined || now === null || now === owner) throw err;
     return destinationOf(c, h, projectId, now);
   }

@@ -72,10 +72,10 @@ async function offsiteComplete(projectId: string, snapshotId: string): Promise<v
   throw new Error(`snapshot ${snapshotId} was never copied off the machine`);
 }
 
-/** `bin/svc-agent <args>` against agent 0 (the operator's command, as on its machine). */
-function svcAgent(...args: string[]): { code: number | null; out: string } {
+/** `bin/svc-agent <args>` against the agent at `agentUrl` (the operator's command, as on its machine). */
+function svcAgent(agentUrl: string, ...args: string[]): { code: number | null; out: string } {
   const r = spawnSync(join(REPO, 'bin/svc-agent'), args, {
-    env: { PATH: process.env.PATH!, ...stack.env, SVCD_AGENT_URL: stack.agents[0]!.internalUrl },
+    env: { PATH: process.env.PATH!, ...stack.env, SVCD_AGENT_URL: agentUrl },
     encoding: 'utf8',
     timeout: 120_000,
   });
@@ -201,14 +201,14 @@ describe('agent loss', () => {
     expect(await rowStats(p.key)).toEqual({ n: 10_500, max: 10_500 });
 
     const lost = stack.agents[1]!;
-    lost.process.kill('SIGKILL');
-    // Too early: the agent is not silent long enough yet.
-    const early = svcAgent('lost', lost.id);
+    // A live agent cannot be declared lost: it heartbeats (asked of the other agent).
+    const early = svcAgent(stack.agents[1]!.internalUrl, 'lost', stack.agents[0]!.id);
     expect(early.code).toBe(1);
     expect(early.out).toContain('SVCD_AGENT_LOST_AFTER_S');
+    lost.process.kill('SIGKILL');
     rmSync(lost.root, { recursive: true, force: true });
     await new Promise((r) => setTimeout(r, 4_500));
-    const declared = svcAgent('lost', lost.id);
+    const declared = svcAgent(stack.agents[0]!.internalUrl, 'lost', lost.id);
     expect(declared.out).toContain(`moved ${p.id} to ${stack.agents[0]!.id}`);
     expect(declared.code).toBe(0);
 
