@@ -3,7 +3,7 @@
  * call carries a short-lived JWT (one token serves the calls of TOKEN_REUSE_MS, well inside its
  * 30 s life: signing costs about 0.1 ms, as much as a warm function invocation's whole relay
  * should); the agent's error envelopes come back as the same
- * ServiceError, so a handler can simply let them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants are never moved.
+ * ServiceError, so a handler can simply let them propagate. An unreachable agent is 503 `orchestrator_unavailable`: its tenants move only when an operator declares it lost (docs/durability.md).
  */
 import { neverConnected } from './http/failures.ts';
 import { issueInternalToken } from './auth.ts';

@@ -1,7 +1,7 @@
 /**
  * "Which host agent owns this project?" Every call for a project goes to the agent recorded at its
  * creation (docs/architecture.md "Pieces"). Shared by every rule that reaches an agent: lifecycle,
- * storage, realtime, keys, secrets. A tenant is never moved: an agent that is gone or stale answers
+ * storage, realtime, keys, secrets. A tenant moves only when its owner or an operator moves it (docs/durability.md): an agent that is gone or stale answers
  * 503 `orchestrator_unavailable`, it is not replaced by another one.
  *
  * The isolate's placement hints (`deps.placement`) let the agent record of a project seen before be

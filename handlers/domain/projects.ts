@@ -1,6 +1,6 @@
 /**
  * Projects (contract "POST /v0/projects", "GET /v0/projects/{id}"): created stopped on the
- * least-loaded live host agent and never moved (docs/architecture.md "Pieces"); read with the state
+ * least-loaded live host agent, moved only by relocation or an agent's loss (docs/durability.md); read with the state
  * reconciled by that agent; listed per owner; renamed by the owner (docs/api.md "Decisions": names),
  * who also sets its automatic sleep and backups (docs/lifecycle.md "Automatic sleep and backups").
  */

@@ -207,7 +207,7 @@ async function preparePut(
   const writing = writeBlob(deps, early.store, input, input.contentType);
   const [read, wrote] = await Promise.allSettled([reads, writing]);
   let refusal: unknown = read.status === 'rejected' ? read.reason : closedBucket(read.value.bucket, bucket);
-  // Tenants never move, so a remembered placement cannot be wrong; should it be, nothing is kept.
+  // A remembered placement is wrong only after a move (docs/durability.md): then nothing is kept and the client retries.
   if (refusal === null && read.status === 'fulfilled' && early.agentId !== null && read.value.project.agent_id !== early.agentId) refusal = errors.upstream(`project ${projectId} is not on host agent ${early.agentId}, retry`);
   if (refusal !== null) {
     if (wrote.status === 'fulfilled') {
