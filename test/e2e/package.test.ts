@@ -3,7 +3,8 @@
  * root, installed by npm into empty directories under Node 20 and Node 24, from the local npm cache
  * (offline: each directory's lockfile pins esbuild as the repository's does, so npm needs no
  * registry document), and run against the local stack: the installed packages counted (the SDK
- * needs none, the CLI esbuild alone), `svc --help` and `svc health`, an SDK script from a
+ * needs none, the CLI esbuild alone), `svc --help`, `svc health`, a function deployed from
+ * TypeScript with the installed esbuild, `functions dev` naming workerd, an SDK script from a
  * node_modules holding svc-cloud alone, and the ORM adapters beside drizzle-orm and kysely with the
  * declarations type-checked where zod is not installed.
  */
@@ -42,6 +43,8 @@ const ESBUILD_BINARY = `@esbuild/${process.platform}-${process.arch}`;
 const dir = tempDir('svc-package-e2e-');
 let stack: Stack;
 let key: string;
+let token: string;
+let projectId: string;
 let tarball: string;
 let packed: { name: string; version: string; dependencies?: Record<string, string>; peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
 
@@ -141,6 +144,16 @@ const error = await db.sql('SELECT * FROM nowhere').catch((e) => e);
 console.log(JSON.stringify({ node: process.versions.node.split('.')[0], state: project.state, body: rs.rows[0].body, code: error instanceof SvcError ? error.code : String(error) }));
 `;
 
+// A function from TypeScript with a local import, as `svc functions deploy` takes it (cli.md).
+const functionSource = (who: string) => `import { greet } from './greet.ts';
+export default {
+  fetch(): Response {
+    const who: string = ${JSON.stringify(who)};
+    return new Response(greet(who));
+  },
+};
+`;
+
 // The adapters as a user's script: one Drizzle and one Kysely query, each with a join.
 const ORM_SCRIPT = `import { createClient } from 'svc-cloud/client';
 import { drizzle } from 'svc-cloud/drizzle';
@@ -203,8 +216,10 @@ beforeAll(async () => {
   const sdk = (await import(pathToFileURL(join(REPO, 'dist/client/index.mjs')).href)) as Sdk;
   stack = await startSuiteStack(dir.dir);
   const anon = sdk.createClient({ baseUrl: stack.url });
-  const account = anon.withCredentials({ token: (await anon.signup({ name: 'package' })).token });
-  const project = account.project((await account.projects.create({ name: 'package' })).id);
+  token = (await anon.signup({ name: 'package' })).token;
+  const account = anon.withCredentials({ token });
+  projectId = (await account.projects.create({ name: 'package' })).id;
+  const project = account.project(projectId);
   await project.wakeup();
   key = (await project.keys.create({ label: 'package' })).key;
   // dist/ is built by `npm test` (prepack would build it again).
@@ -240,7 +255,7 @@ describe('the npm package', () => {
   });
 
   for (const { name, node, major } of NODES) {
-    it(`installs with ${name}'s npm offline: svc-cloud, esbuild and its binary, nothing else; svc and the SDK run`, async () => {
+    it(`installs with ${name}'s npm offline: svc-cloud, esbuild and its binary, nothing else; svc, a function from TypeScript and the SDK run`, async () => {
       const version = await run(node, ['--version'], { cwd: dir.dir, node });
       expect(version.stdout, `${node} is not Node ${major}`).toMatch(new RegExp(`^v${major}\\.`));
       const app = application(`app-${major}`);
@@ -259,6 +274,20 @@ describe('the npm package', () => {
       const health = await run(svc, ['health', '--json'], { cwd: app, node, env: { SVC_BASE_URL: stack.url, SVC_CONFIG_DIR: join(app, 'cfg') } });
       expect([health.code, health.stderr]).toEqual([0, '']);
       expect(JSON.parse(health.stdout)).toMatchObject({ status: 'ok' });
+
+      // The CLI bundles a TypeScript function with the esbuild installed beside it; `functions dev`
+      // names the optional peer it needs (workerd) rather than failing to load it.
+      mkdirSync(join(app, 'src'));
+      writeFileSync(join(app, 'src/index.ts'), functionSource(name));
+      writeFileSync(join(app, 'src/greet.ts'), "export const greet = (who: string): string => `hello from ${who}`;\n");
+      const session = { SVC_BASE_URL: stack.url, SVC_TOKEN: token, SVC_CONFIG_DIR: join(app, 'cfg') };
+      const deployed = await run(svc, ['functions', 'deploy', projectId, `node${major}`, 'src/index.ts', '--json'], { cwd: app, node, env: session });
+      expect(deployed.code, deployed.stderr).toBe(0);
+      expect(deployed.stderr).toMatch(/bundled src\/index\.ts and 1 more file with esbuild/);
+      const invoked = await run(svc, ['functions', 'invoke', projectId, `node${major}`], { cwd: app, node, env: session });
+      expect([invoked.code, invoked.stdout]).toEqual([0, `hello from Node ${major}`]);
+      const dev = await run(svc, ['functions', 'dev', `node${major}`, 'src/index.ts', '--port', '0'], { cwd: app, node, env: session });
+      expect([dev.code, dev.stderr]).toEqual([1, expect.stringContaining('npm install --save-dev workerd')]);
 
       writeFileSync(join(app, 'main.mjs'), SDK_SCRIPT);
       const script = await run(node, ['main.mjs', stack.url, key, `npm${major}`], { cwd: app, node });
