@@ -175,6 +175,12 @@ describe('the first hour with svc', () => {
     });
     expect(logs).toMatch(/at explode \(src\/index\.ts:8:9\)/);
     expect(logs).toMatch(/at Object\.fetch \(src\/index\.ts:15:\d+\)/);
+    // A .js goes as it is, as before: one importing a package is refused with the next step named.
+    writeFileSync(join(app, 'plain.js'), "import htm from 'htm';\nexport default { fetch: () => new Response(typeof htm) };\n");
+    const plain = await svc(['functions', 'deploy', 'plain', 'plain.js']);
+    expect([plain.code, plain.stderr]).toEqual([1, expect.stringContaining('bundle its imports with --bundle')]);
+    expect(await ok(['functions', 'deploy', 'plain', 'plain.js', '--bundle'])).toMatchObject({ name: 'plain', version: 1 });
+    expect((await svc(['functions', 'invoke', 'plain'])).stdout).toBe('function');
   }, 60_000);
 
   it('follows the logs until Ctrl-C', async () => {

@@ -8,6 +8,7 @@
 import { openAsBlob } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { Command } from 'commander';
+import { SvcError } from '../../errors.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { readStdin } from '../input.ts';
 import type { Registry } from '../program.ts';
@@ -62,7 +63,8 @@ function deploy(functions: Command, r: Registry): void {
       r.action(async (cli, id: string, name: string, file: string, options: { bundle?: boolean; timeoutMs?: string; memoryMb?: string; maxConcurrency?: string }) => {
         cli.failure.project = projectArg(id);
         let module: Blob | string;
-        if (needsBundle(file, options.bundle)) {
+        const bundled = needsBundle(file, options.bundle);
+        if (bundled) {
           const bundle = await bundleFunction(file, cli.cwd);
           module = bundle.code;
           cli.out.note(cli.out.ce.dim(`bundled ${file} and ${bundle.inputs.length - 1} more file${bundle.inputs.length === 2 ? '' : 's'} with esbuild: ${Buffer.byteLength(bundle.code)} bytes, its source map inside (stacks in the logs name the sources)`));
@@ -78,7 +80,13 @@ function deploy(functions: Command, r: Registry): void {
           ...(options.memoryMb !== undefined ? { memoryMb: whole(options.memoryMb, '--memory-mb')! } : {}),
           ...(options.maxConcurrency !== undefined ? { maxConcurrency: whole(options.maxConcurrency, '--max-concurrency')! } : {}),
         };
-        const fn = await cli.withSession((c) => c.project(id).functions.deploy(name, module, settings));
+        const fn = await cli.withSession((c) => c.project(id).functions.deploy(name, module, settings)).catch((err: unknown) => {
+          // A module sent as it is that imports a package or a file: bundling is the next step.
+          if (err instanceof SvcError && err.status === 400 && /No such module/.test(err.message) && !bundled) {
+            cli.out.note(cli.out.ce.yellow('the module imports what the service cannot load: bundle its imports with --bundle, or deploy its source file'));
+          }
+          throw err;
+        });
         cli.out.result(fn, () => cli.out.line(`deployed ${fn.name} version ${fn.version} (${fn.size} bytes, sha256 ${fn.sha256.slice(0, 12)}…)`));
       }),
     );
