@@ -19,7 +19,10 @@ export function commandTree(program: Command): Node[] {
   const nodes: Node[] = [];
   const visit = (c: Command, path: string[]) => {
     const own = c === program ? [] : c.options.map((o) => ({ flag: o.long ?? o.short ?? '', description: o.description }));
-    const global = program.options.filter((o) => globals.includes(o.long ?? '')).map((o) => ({ flag: o.long!, description: o.description }));
+    // --version belongs to `svc` alone; the other global options go with every command.
+    const global = program.options
+      .filter((o) => globals.includes(o.long ?? '') && (c === program || o.long !== '--version'))
+      .map((o) => ({ flag: o.long!, description: o.description }));
     nodes.push({
       path: path.join(' '),
       subs: c.commands.filter((s) => s.name() !== 'help').map((s) => ({ name: s.name(), description: s.description() })),
