@@ -23,32 +23,6 @@ export function Realtime({ project, feed }: { project: ProjectClient; feed: Feed
   }, [feed.channels?.join(',')]);
   const connect = () => feed.connect(splitChannels(channelsText));
 
-  const [channel, setChannel] = useState(() => feed.channels?.find((c) => c !== 'system') ?? 'chat');
-  const [eventName, setEventName] = useState('message');
-  const [payload, setPayload] = useState('{"text": "hello"}');
-  const [publishing, setPublishing] = useState<string | null>(null);
-  const publish = useAction(async () => {
-    let value: unknown = null;
-    if (payload.trim() !== '') {
-      try {
-        value = JSON.parse(payload);
-      } catch {
-        throw new Error('payload: is not JSON');
-      }
-    }
-    const target = channel.trim();
-    if (!target) throw new Error('channel: name the channel to publish to');
-    try {
-      if (!(feed.status === 'live' && feed.channels?.includes(target))) setPublishing(`Subscribing the feed to ${target}…`);
-      await feed.listen(target);
-      setPublishing(`Publishing to ${target}…`);
-      await project.realtime.publish(target, eventName.trim(), value);
-    } finally {
-      setPublishing(null);
-    }
-  });
-  const listening = feed.channels ?? [];
-
   return html`<div data-test="page-realtime">
     <h1>Realtime</h1>
     <div class="panel stack">
@@ -74,26 +48,56 @@ export function Realtime({ project, feed }: { project: ProjectClient; feed: Feed
         </li>`,
       )}
     </ul>
-    <div class="panel" style=${{ marginTop: '16px' }}>
-      <h2 style=${{ marginTop: 0 }}>Publish</h2>
-      <form class="stack" onSubmit=${(e: Event) => (e.preventDefault(), void publish.run())}>
-        <div class="row">
-          <input name="publish_channel" placeholder="channel" list="rt-listened" value=${channel} onInput=${(e: Event) => setChannel((e.target as HTMLInputElement).value)} data-test="rt-publish-channel" />
-          <datalist id="rt-listened">${listening.map((c) => html`<option value=${c} />`)}</datalist>
-          <input name="publish_event" placeholder="event" value=${eventName} onInput=${(e: Event) => setEventName((e.target as HTMLInputElement).value)} />
-        </div>
-        <textarea name="publish_payload" rows="3" style=${{ width: '100%' }} value=${payload} onInput=${(e: Event) => setPayload((e.target as HTMLTextAreaElement).value)}></textarea>
-        <p class="muted" data-test="rt-publish-note">
-          ${listening.includes(channel.trim())
-            ? html`The feed above listens to <code>${channel.trim()}</code>: what you publish shows up there.`
-            : html`The feed does not listen to <code>${channel.trim() || '…'}</code> yet: publishing subscribes it first, so the event shows up above.`}
-        </p>
-        <div class="row">
-          <button class="primary" type="submit" disabled=${publish.busy} data-test="rt-publish">Publish</button>
-          ${publishing ? html`<span class="busy">${publishing}</span>` : null}
-        </div>
-      </form>
-      <${ErrorBox} error=${publish.error} />
-    </div>
+    <${PublishForm} project=${project} feed=${feed} />
+  </div>`;
+}
+
+/** The publish form: what it sends goes to a channel the feed listens to (`feed.listen`). */
+function PublishForm({ project, feed }: { project: ProjectClient; feed: Feed }): VNode {
+  const [channel, setChannel] = useState(() => feed.channels?.find((c) => c !== 'system') ?? 'chat');
+  const [eventName, setEventName] = useState('message');
+  const [payload, setPayload] = useState('{"text": "hello"}');
+  const [publishing, setPublishing] = useState<string | null>(null);
+  const publish = useAction(async () => {
+    let value: unknown = null;
+    if (payload.trim() !== '') {
+      try {
+        value = JSON.parse(payload);
+      } catch {
+        throw new Error('payload: is not JSON');
+      }
+    }
+    const target = channel.trim();
+    if (!target) throw new Error('channel: name the channel to publish to');
+    try {
+      if (!(feed.status === 'live' && feed.channels?.includes(target))) setPublishing(`Subscribing the feed to ${target}…`);
+      await feed.listen(target);
+      setPublishing(`Publishing to ${target}…`);
+      await project.realtime.publish(target, eventName.trim(), value);
+    } finally {
+      setPublishing(null);
+    }
+  });
+  const listening = feed.channels ?? [];
+  return html`<div class="panel" style=${{ marginTop: '16px' }}>
+    <h2 style=${{ marginTop: 0 }}>Publish</h2>
+    <form class="stack" onSubmit=${(e: Event) => (e.preventDefault(), void publish.run())}>
+      <div class="row">
+        <input name="publish_channel" placeholder="channel" list="rt-listened" value=${channel} onInput=${(e: Event) => setChannel((e.target as HTMLInputElement).value)} data-test="rt-publish-channel" />
+        <datalist id="rt-listened">${listening.map((c) => html`<option value=${c} />`)}</datalist>
+        <input name="publish_event" placeholder="event" value=${eventName} onInput=${(e: Event) => setEventName((e.target as HTMLInputElement).value)} />
+      </div>
+      <textarea name="publish_payload" rows="3" style=${{ width: '100%' }} value=${payload} onInput=${(e: Event) => setPayload((e.target as HTMLTextAreaElement).value)}></textarea>
+      <p class="muted" data-test="rt-publish-note">
+        ${listening.includes(channel.trim())
+          ? html`The feed above listens to <code>${channel.trim()}</code>: what you publish shows up there.`
+          : html`The feed does not listen to <code>${channel.trim() || '…'}</code> yet: publishing subscribes it first, so the event shows up above.`}
+      </p>
+      <div class="row">
+        <button class="primary" type="submit" disabled=${publish.busy} data-test="rt-publish">Publish</button>
+        ${publishing ? html`<span class="busy">${publishing}</span>` : null}
+      </div>
+    </form>
+    <${ErrorBox} error=${publish.error} />
   </div>`;
 }

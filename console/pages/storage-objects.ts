@@ -31,7 +31,6 @@ export function Objects({ project, bucket, session }: { project: ProjectClient; 
   const [downloaded, setDownloaded] = useState<{ key: string; size: number; sha256: string; matches: boolean | null } | null>(null);
   const [deleting, setDeleting] = useState<ObjectRow | null>(null);
   const [previewing, setPreviewing] = useState<ObjectRow | null>(null);
-  const [folderName, setFolderName] = useState('');
 
   const download = useAction(async (row: ObjectRow) => {
     setDownloaded(null);
@@ -66,30 +65,8 @@ export function Objects({ project, bucket, session }: { project: ProjectClient; 
     else void pager.reload();
   };
 
-  const row = (e: Entry) => {
-    if (e.kind === 'folder') {
-      return html`<tr key=${`f:${e.prefix}`} data-test="folder-row">
-        <td colspan="5"><button class="link folder" onClick=${() => open(e.prefix)} data-test="folder">${e.prefix.slice(prefix.length)}</button></td>
-        <td></td>
-      </tr>`;
-    }
-    const o = e.row;
-    const name = o.key.slice(prefix.length);
-    const pending = o.state !== 'stored';
-    return html`<tr key=${o.id} data-test=${pending ? 'pending-row' : 'object-row'}>
-      <td class="mono wrap" data-test="object-key">${!pending && previewKind(o) ? html`<button class="link mono" onClick=${() => setPreviewing(o)} data-test="preview-open">${name}</button>` : name}</td>
-      <td class="num">${formatBytes(o.size)}</td>
-      <td class="mono wrap">${o.content_type}</td>
-      <td>${pending ? html`<span class="badge pending" title="an upload ticket was issued and no bytes arrived">pending</span>` : o.state}</td>
-      <td><${Time} at=${o.updated_at} /></td>
-      <td><div class="row">
-        ${pending ? null : html`<button disabled=${download.busy} onClick=${() => download.run(o)} data-test="download">Download</button>`}
-        <button class="danger" disabled=${remove.busy} onClick=${() => setDeleting(o)} data-test=${pending ? 'remove-pending' : 'delete-object'}>${pending ? 'Remove' : 'Delete'}</button>
-      </div></td>
-    </tr>`;
-  };
+  const row = (e: Entry) => html`<${EntryRow} key=${e.kind === 'folder' ? `f:${e.prefix}` : e.row.id} entry=${e} prefix=${prefix} onOpen=${open} onPreview=${setPreviewing} onDownload=${download.run} onDelete=${setDeleting} busy=${download.busy || remove.busy} />`;
 
-  const crumbs = prefix.split('/').slice(0, -1);
   return html`<div data-test="objects">
     <${UploadPanel} project=${project} session=${session} bucket=${bucket} prefix=${prefix} onStored=${stored} />
     ${transfer ? html`<${Progress} ...${transfer} />` : null}
@@ -97,17 +74,7 @@ export function Objects({ project, bucket, session }: { project: ProjectClient; 
     <${ErrorBox} error=${remove.error} />
     ${downloaded ? html`<${DownloadedNotice} ...${downloaded} />` : null}
     ${previewing ? html`<${Preview} key=${previewing.key} project=${project} bucket=${bucket} row=${previewing} onClose=${() => setPreviewing(null)} />` : null}
-    <div class="row" style=${{ justifyContent: 'space-between', margin: '8px 0' }}>
-      <nav class="crumbs" aria-label="Folder" data-test="crumbs">
-        <button class="link" onClick=${() => open('')} data-test="crumb">${bucket}</button>
-        ${crumbs.map((c, i) => html`<span>/</span><button class="link" onClick=${() => open(`${crumbs.slice(0, i + 1).join('/')}/`)} data-test="crumb">${c}</button>`)}
-        <span>/</span>
-      </nav>
-      <form class="row" onSubmit=${(e: Event) => (e.preventDefault(), folderName.trim() && (open(`${prefix}${folderName.trim().replace(/\/+$/, '')}/`), setFolderName('')))}>
-        <input name="folder_name" placeholder="open or start a folder" value=${folderName} onInput=${(e: Event) => setFolderName((e.target as HTMLInputElement).value)} style=${{ width: '180px' }} />
-        <button type="submit" data-test="folder-open">Open</button>
-      </form>
-    </div>
+    <${Crumbs} bucket=${bucket} prefix=${prefix} onOpen=${open} />
     <${ErrorBox} error=${pager.action.error} />
     <${PagedTable}
       pager=${pager}
@@ -132,5 +99,61 @@ function DownloadedNotice(d: { key: string; size: number; sha256: string; matche
   return html`<div class="notice wrap" data-test="downloaded">
     Downloaded <code>${d.key}</code>: ${formatBytes(d.size)}, SHA-256 <code data-test="downloaded-sha256">${d.sha256}</code>
     ${d.matches === null ? null : d.matches ? html` — matches the stored checksum` : html` — <strong>differs from the stored checksum</strong>`}
+  </div>`;
+}
+
+/** One line of the listing: a folder to open, or an object with its actions (a pending row: Remove). */
+function EntryRow(props: {
+  entry: Entry;
+  prefix: string;
+  busy: boolean;
+  onOpen: (prefix: string) => void;
+  onPreview: (row: ObjectRow) => void;
+  onDownload: (row: ObjectRow) => void;
+  onDelete: (row: ObjectRow) => void;
+}): VNode {
+  const { entry: e, prefix } = props;
+  if (e.kind === 'folder') {
+    return html`<tr data-test="folder-row">
+      <td colspan="5"><button class="link folder" onClick=${() => props.onOpen(e.prefix)} data-test="folder">${e.prefix.slice(prefix.length)}</button></td>
+      <td></td>
+    </tr>`;
+  }
+  const o = e.row;
+  const name = o.key.slice(prefix.length);
+  const pending = o.state !== 'stored';
+  return html`<tr data-test=${pending ? 'pending-row' : 'object-row'}>
+    <td class="mono wrap" data-test="object-key">${!pending && previewKind(o) ? html`<button class="link mono" onClick=${() => props.onPreview(o)} data-test="preview-open">${name}</button>` : name}</td>
+    <td class="num">${formatBytes(o.size)}</td>
+    <td class="mono wrap">${o.content_type}</td>
+    <td>${pending ? html`<span class="badge pending" title="an upload ticket was issued and no bytes arrived">pending</span>` : o.state}</td>
+    <td><${Time} at=${o.updated_at} /></td>
+    <td><div class="row">
+      ${pending ? null : html`<button disabled=${props.busy} onClick=${() => props.onDownload(o)} data-test="download">Download</button>`}
+      <button class="danger" disabled=${props.busy} onClick=${() => props.onDelete(o)} data-test=${pending ? 'remove-pending' : 'delete-object'}>${pending ? 'Remove' : 'Delete'}</button>
+    </div></td>
+  </tr>`;
+}
+
+/** Where the listing is (the bucket, then each folder, each a way back up) and a field to open a folder by name. */
+function Crumbs({ bucket, prefix, onOpen }: { bucket: string; prefix: string; onOpen: (prefix: string) => void }): VNode {
+  const [folderName, setFolderName] = useState('');
+  const crumbs = prefix.split('/').slice(0, -1);
+  const openNamed = () => {
+    const name = folderName.trim().replace(/\/+$/, '');
+    if (!name) return;
+    onOpen(`${prefix}${name}/`);
+    setFolderName('');
+  };
+  return html`<div class="row" style=${{ justifyContent: 'space-between', margin: '8px 0' }}>
+    <nav class="crumbs" aria-label="Folder" data-test="crumbs">
+      <button class="link" onClick=${() => onOpen('')} data-test="crumb">${bucket}</button>
+      ${crumbs.map((c, i) => html`<span>/</span><button class="link" onClick=${() => onOpen(`${crumbs.slice(0, i + 1).join('/')}/`)} data-test="crumb">${c}</button>`)}
+      <span>/</span>
+    </nav>
+    <form class="row" onSubmit=${(e: Event) => (e.preventDefault(), openNamed())}>
+      <input name="folder_name" placeholder="open or start a folder" value=${folderName} onInput=${(e: Event) => setFolderName((e.target as HTMLInputElement).value)} style=${{ width: '180px' }} />
+      <button type="submit" data-test="folder-open">Open</button>
+    </form>
   </div>`;
 }

@@ -117,7 +117,10 @@ function sendResumable(
 /** tus-js-client's error as the SvcError the SDK would throw (or a network error). */
 function tusError(err: Error): Error {
   const response = (err as { originalResponse?: { getStatus(): number; getBody(): string; getHeader(name: string): string | undefined } | null }).originalResponse;
-  if (!response) return new TypeError(`the upload did not reach the service (${err.message.split('\n')[0]})`);
+  if (!response) {
+    const at = /at offset (\d+)/.exec(err.message)?.[1];
+    return new TypeError(at === undefined ? 'the upload did not reach the service' : `the upload stopped at byte ${at}; Resume goes on from there`);
+  }
   return errorOfAnswer(response.getStatus(), response.getBody() ?? '', response.getHeader('x-request-id') ?? null);
 }
 

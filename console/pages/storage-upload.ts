@@ -95,7 +95,14 @@ export function UploadPanel(props: { project: ProjectClient; session: ConsoleSes
 function UploadRow({ item, onResume, onDismiss }: { item: Item; onResume: () => void; onDismiss: () => void }): VNode {
   const { progress } = item;
   const how = progress.via === 'resumable' ? 'resumable upload' : 'upload';
-  const label = item.state === 'done' ? `Stored ${item.key}` : progress.retrying && item.state === 'sending' ? `Network error: retrying ${item.key}` : `Uploading ${item.key}`;
+  const label =
+    item.state === 'done'
+      ? `Stored ${item.key}`
+      : item.state === 'failed'
+        ? `Stopped: ${item.key}`
+        : progress.retrying
+          ? `Network error: retrying ${item.key}`
+          : `Uploading ${item.key}`;
   return html`<div data-test="upload-item" data-state=${item.state} data-via=${progress.via}>
     <${Progress} loaded=${progress.loaded} total=${progress.total} label=${`${label} (${how})`} />
     ${item.state === 'failed'

@@ -22,6 +22,7 @@ import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { launchBrowser, newPage, screenshot } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/env.ts';
 import { callJson } from '../helpers/http.ts';
+import { click, fill, textOf, waitFor } from './console-helpers.ts';
 
 const dir = tempDir('svc-browser-');
 let stack: Stack;
@@ -44,41 +45,6 @@ afterAll(async () => {
   await stack?.stop();
   dir.cleanup();
 });
-
-/** Sets an input's or textarea's value the way typing does (an `input` event), in one step. */
-async function fill(page: Page, selector: string, value: string): Promise<void> {
-  await page.waitForSelector(selector);
-  await page.$eval(
-    selector,
-    (el, v) => {
-      const input = el as HTMLInputElement | HTMLTextAreaElement;
-      const proto = input instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-      Object.getOwnPropertyDescriptor(proto, 'value')!.set!.call(input, v);
-      input.dispatchEvent(new Event('input', { bubbles: true }));
-    },
-    value,
-  );
-}
-
-async function click(page: Page, selector: string): Promise<void> {
-  const el = await page.waitForSelector(`${selector}:not([disabled])`);
-  await el!.click();
-}
-
-/** Waits until the element's text matches `pattern`; answers the text. */
-async function textOf(page: Page, selector: string, pattern: RegExp, timeout = 20_000): Promise<string> {
-  await page.waitForFunction(
-    (sel, source, flags) => {
-      const el = document.querySelector(sel);
-      return !!el && new RegExp(source, flags).test(el.textContent ?? '');
-    },
-    { timeout },
-    selector,
-    pattern.source,
-    pattern.flags,
-  );
-  return page.$eval(selector, (el) => el.textContent ?? '');
-}
 
 async function tab(page: Page, name: string): Promise<void> {
   await click(page, `[data-test=tab-${name}]`);
@@ -400,11 +366,3 @@ describe('a page on another origin', () => {
     await page.close();
   }, 60_000);
 });
-
-async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

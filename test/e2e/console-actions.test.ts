@@ -12,6 +12,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { crc32, deflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import type { ElementHandle, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,8 +28,29 @@ let page: Page;
 const problems: string[] = [];
 const files = tempDir('svc-console-files-');
 
-/** A 1×1 PNG. */
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+/** A PNG of `width` × `height` (RGB, a gradient), written by hand: signature, IHDR, IDAT, IEND (RFC 2083). */
+function png(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const rows = Buffer.alloc(height * (1 + width * 3));
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) rows.set([47 + ((160 * x) / width) | 0, 111, 237 - ((120 * y) / height) | 0], y * (1 + width * 3) + 1 + x * 3);
+  }
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+const PNG_WIDTH = 240;
+const PNG = png(PNG_WIDTH, 120);
 
 beforeAll(async () => {
   rig = await startRig('svc-console-actions-');
@@ -193,7 +215,7 @@ describe('storage', () => {
     await textOf(page, '[data-test=objects-table]', /dot\.png/);
     await click(page, '[data-test=preview-open]');
     const img = await page.waitForSelector('[data-test=preview-image]');
-    await page.waitForFunction((el) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth === 1, {}, img);
+    await page.waitForFunction((el, w) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth === w, {}, img, PNG_WIDTH);
     await screenshot(page, 'actions-storage-preview');
   }, 60_000);
 
