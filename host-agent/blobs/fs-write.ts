@@ -176,7 +176,7 @@ export async function installBlob(root: string, tmp: string, target: string): Pr
 }
 
 /** Frees the memory of a chunk that is a whole ArrayBuffer of its own (ES2024 `transfer` detaches it). */
-function release(chunk: Uint8Array): void {
+export function release(chunk: Uint8Array): void {
   const buffer = chunk.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
   if (chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength && typeof buffer.transfer === 'function') buffer.transfer(0);
 }

@@ -23,6 +23,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { ServiceError, errors } from '../errors.ts';
 import type { ResumableBytes, UploadProgress, UploadTarget } from './multipart.ts';
+import type { BlobWritten } from './store.ts';
 import { createS3Client, s3KeyOf, unquote, type S3Settings } from './s3.ts';
 
 /** S3's smallest part but the last. */
@@ -88,40 +89,43 @@ export function createS3ResumableBytes(client: S3Client, bucket: string): Resuma
       return { ...progress, offset: progress.offset + length, parts: [...parts, { n, etag: out.ETag, size }], tail: 0 };
     },
 
-    async finish(target, progress) {
-      const key = s3KeyOf(target.project, target.blob);
-      const parts = progress.parts ?? [];
-      try {
-        if (parts.length === 0) {
-          // Nothing was ever sent (a 0-byte upload): no part to complete with.
-          const out = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: new Uint8Array(0), ContentLength: 0, ContentType: target.contentType }));
-          await abortQuietly(client, bucket, key, progress.multipartId);
-          return { size: 0, etag: unquote(out.ETag ?? '') };
-        }
-        const out = await client.send(
-          new CompleteMultipartUploadCommand({
-            Bucket: bucket,
-            Key: key,
-            UploadId: progress.multipartId,
-            MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.n, ETag: p.etag })) },
-          }),
-        );
-        if (!out.ETag) throw errors.upstream('the s3 blob store completed an upload without an ETag');
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })).catch(() => {});
-        return { size: target.length, etag: unquote(out.ETag) };
-      } catch (err) {
-        // Completed before (a crash came between this and the catalog flip): the blob is there.
-        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(() => null);
-        if (head?.ETag && head.ContentLength === target.length) return { size: target.length, etag: unquote(head.ETag) };
-        throw translate(err);
-      }
-    },
+    finish: (target, progress) => finishUpload(client, bucket, target, progress),
 
     async abort(target, progress) {
       await abortQuietly(client, bucket, s3KeyOf(target.project, target.blob), progress.multipartId);
       await send(client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })));
     },
   };
+}
+
+/** Completes the multipart upload (or, for 0 bytes, writes the empty blob); the blob already there answers the same. */
+async function finishUpload(client: S3Client, bucket: string, target: UploadTarget, progress: UploadProgress): Promise<BlobWritten> {
+  const key = s3KeyOf(target.project, target.blob);
+  const parts = progress.parts ?? [];
+  try {
+    if (parts.length === 0) {
+      // Nothing was ever sent (a 0-byte upload): no part to complete with.
+      const out = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: new Uint8Array(0), ContentLength: 0, ContentType: target.contentType }));
+      await abortQuietly(client, bucket, key, progress.multipartId);
+      return { size: 0, etag: unquote(out.ETag ?? '') };
+    }
+    const out = await client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: progress.multipartId,
+        MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.n, ETag: p.etag })) },
+      }),
+    );
+    if (!out.ETag) throw errors.upstream('the s3 blob store completed an upload without an ETag');
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })).catch(() => {});
+    return { size: target.length, etag: unquote(out.ETag) };
+  } catch (err) {
+    // Completed before (a crash came between this and the catalog flip): the blob is there.
+    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(() => null);
+    if (head?.ETag && head.ContentLength === target.length) return { size: target.length, etag: unquote(head.ETag) };
+    throw translate(err);
+  }
 }
 
 /** Aborts a multipart upload; one already gone (or a store that refuses the abort, as s3rver does) is not an error. */

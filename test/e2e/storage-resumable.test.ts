@@ -278,6 +278,20 @@ describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (bac
     expect(sha256((await object('cli.bin')).body)).toBe(sha256(data));
   }, 180_000);
 
+  it('bucket force-delete removes pending rows; an upload into the deleted bucket cannot complete', async () => {
+    const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
+    expect((await fetch(`${storage}/buckets/doomed`, { method: 'PUT', headers: auth })).status).toBe(201);
+    const ticket = await fetch(`${storage}/uploads`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ bucket: 'doomed', key: 'never-sent' }) });
+    expect(ticket.status).toBe(201);
+    const created = await raw(endpoint, 'POST', { ...tusAuth, 'upload-length': '4', 'upload-metadata': meta({ bucket: 'doomed', key: 'late' }) });
+    expect(created.status).toBe(201);
+    expect((await fetch(`${storage}/buckets/doomed`, { method: 'DELETE', headers: auth })).status).toBe(409);
+    expect((await fetch(`${storage}/buckets/doomed?force=true`, { method: 'DELETE', headers: auth })).status).toBe(200);
+    expect((await fetch(`${storage}/objects?bucket=doomed`, { headers: auth })).status).toBe(404);
+    const last = await raw(`${stack.url}${created.headers.location}`, 'PATCH', { ...tusAuth, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', 'content-length': '4' }, 4);
+    expect(last.status).toBe(404);
+  });
+
   it('kill -9 of the agent at random points leaves a resumable upload or the stored object, never a row without its bytes', async () => {
     const tusAuth = { ...auth, 'tus-resumable': '1.0.0' };
     const chunk = 8 * MiB;
