@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../infra/local/stack.ts';
+import { driveShell } from '../helpers/pty-shell.ts';
 import { startSuiteStack } from '../helpers/stack.ts';
 import { REPO, tempDir } from '../helpers/env.ts';
 
@@ -230,24 +231,7 @@ describe('the first hour with svc', () => {
       'SELECT body FROM notes ORDER BY id;',
       '.quit',
     ];
-    const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} sql`, '/dev/null'], { cwd: app, env: { ...env(), TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
-      let text = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
-      child.on('error', reject);
-      child.on('close', () => resolve(text));
-      let sent = 0;
-      const feed = setInterval(() => {
-        const prompts = (text.match(/svc> |txn> |\.\.\.> /g) ?? []).length;
-        if (prompts > sent && sent < lines.length) child.stdin.write(`${lines[sent++]}\r`);
-        if (sent === lines.length) clearInterval(feed);
-      }, 30);
-      setTimeout(() => {
-        clearInterval(feed);
-        child.kill();
-      }, 30_000);
-    });
-    const plain = out.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+    const plain = await driveShell(`${process.execPath} ${CLI} sql`, lines, { env: env(), cwd: app, timeoutMs: 30_000 });
     expect(plain).toContain('BEGIN: statements are kept and sent as one atomic batch at COMMIT');
     expect(plain).toContain('COMMIT: 2 statements applied as one transaction (one atomic batch)');
     expect(plain).toContain('the transaction was not applied: none of its 2 statements took effect');

@@ -11,6 +11,7 @@ import { createReadStream, mkdirSync, readFileSync, statSync, symlinkSync, write
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../infra/local/stack.ts';
+import { driveShell } from '../helpers/pty-shell.ts';
 import { startSuiteStack } from '../helpers/stack.ts';
 import { REPO, tempDir } from '../helpers/env.ts';
 
@@ -146,28 +147,7 @@ describe('svc', () => {
 
   it('drives the interactive shell through a pseudo-terminal, with history', async () => {
     const lines = ['SELECT id,', "  body FROM notes WHERE body = 'c';", '.tables', 'SELEC oops;', '.quit'];
-    const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} sql ${project}`, '/dev/null'], {
-        env: { PATH: process.env.PATH!, HOME: dir.dir, SVC_CONFIG_DIR: config, SVC_BASE_URL: stack.url, TERM: 'xterm' },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      let text = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
-      child.on('error', reject);
-      child.on('close', () => resolve(text));
-      // Each line once the shell has answered the one before (its prompt came back).
-      let sent = 0;
-      const feed = setInterval(() => {
-        const prompts = (text.match(/svc> |\.\.\.> /g) ?? []).length;
-        if (prompts > sent && sent < lines.length) child.stdin.write(`${lines[sent++]}\r`);
-        if (sent === lines.length) clearInterval(feed);
-      }, 30);
-      setTimeout(() => {
-        clearInterval(feed);
-        child.kill();
-      }, 20_000);
-    });
-    const plain = out.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+    const plain = await driveShell(`${process.execPath} ${CLI} sql ${project}`, lines, { env: { PATH: process.env.PATH!, HOME: dir.dir, SVC_CONFIG_DIR: config, SVC_BASE_URL: stack.url } });
     expect(plain).toContain(`Connected to ${project}`);
     expect(plain).toMatch(/│ id │ body │[\s\S]*│ 2 {2}│ c {4}│[\s\S]*\(1 row\)/);
     expect(plain).toMatch(/│ notes │/);
