@@ -11,8 +11,8 @@
  * - `resume` (at start, in the background) ships every snapshot of this agent's projects that is not
  *   complete, and removes copies whose row is gone (a crash between a row's deletion and its copy's).
  */
-import { readdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
@@ -27,8 +27,9 @@ import {
   type Snapshot,
 } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
-import { ID_PATTERNS } from '../../shared/ids.ts';
+import { ID_PATTERNS, randomHex } from '../../shared/ids.ts';
 import { nowIso } from '../../shared/time.ts';
+import { renameDurable } from '../tenants/files.ts';
 import type { Layout } from '../tenants/layout.ts';
 import type { BackupStore } from './store.ts';
 
@@ -95,7 +96,12 @@ export class Backups {
       await this.refresh(projectId);
       return UNAVAILABLE;
     }
-    if (!(await store.isComplete(projectId, snapshotId))) await store.put(projectId, snapshotId, layout.backupDir(projectId, snapshotId));
+    if (!(await store.isComplete(projectId, snapshotId))) {
+      const backupDir = layout.backupDir(projectId, snapshotId);
+      // Taken on another machine (a project that moved here): that machine's copy is the one to ship.
+      if (!existsSync(backupDir)) throw errors.notFound(`snapshot ${snapshotId} has no backup directory on this host to copy`);
+      await store.put(projectId, snapshotId, backupDir);
+    }
     const offsite: Offsite = { state: 'complete', completed_at: nowIso(now()) };
     if (!(await setSnapshotOffsite(db, projectId, snapshotId, offsite))) {
       // Deleted while it was copied: the copy goes too.
@@ -132,11 +138,22 @@ export class Backups {
     return snapshot;
   }
 
-  /** Downloads the complete off-machine copy of a snapshot into `dir` (made here; its parent too), checked against its manifest. */
+  /**
+   * Downloads the complete off-machine copy of a snapshot into `dir` (made here; its parent too),
+   * checked against its manifest. It is fetched under a staging name beside `dir` (which the start's
+   * sweep removes, docs/lifecycle.md "Leftovers") and renamed into place once checked: a crash
+   * never leaves a half-fetched `dir`.
+   */
   async fetchInto(projectId: string, snapshotId: string, dir: string): Promise<void> {
     if (!this.store) throw errors.orchestrator('this host agent has no off-machine backup store (SVCD_BACKUP_DIR, or the s3 backend)');
     await mkdir(dirname(dir), { recursive: true });
-    await this.store.fetch(projectId, snapshotId, dir);
+    const staging = `${dir}.staging-${randomHex(8)}`;
+    try {
+      await this.store.fetch(projectId, snapshotId, staging);
+      renameDurable(staging, dir);
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
   }
 
   /** Removes the snapshot's copy once any ship of it in flight has settled; then the project's fields follow. */
