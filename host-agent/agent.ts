@@ -53,6 +53,7 @@ import { AutoBackups } from './tenants/auto-backup.ts';
 import { IdleSleeper } from './tenants/idle.ts';
 import { Backups } from './backups/backups.ts';
 import { openBackupStore } from './backups/store.ts';
+import { engineOwner } from './backups/import-restore.ts';
 
 /** A running agent. */
 export interface Agent {
@@ -186,7 +187,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
     }),
     blobs,
     internalTokens: new InternalTokens(settings.SVCD_INTERNAL_SECRET),
-    backups: new Backups({ store: openBackupStore(settings, { log, now }, cwd), db, agentId, layout: tenants.layout, log, now }),
+    backups: new Backups({ store: openBackupStore(settings, { log, now }, cwd), db, agentId, layout: tenants.layout, log, now, giveToEngine: engineOwner(tenants) }),
   };
   // Loudly: an agent without a store keeps every snapshot on this machine only (docs/lifecycle.md "Off-machine copies").
   if (!ctx.backups.available) log('agent: warning: snapshots are not copied off this machine: SVCD_BLOB_BACKEND is fs and SVCD_BACKUP_DIR is unset');

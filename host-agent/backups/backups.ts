@@ -44,6 +44,8 @@ export interface BackupsDeps {
   layout: Layout;
   log: (line: string) => void;
   now: () => number;
+  /** Makes a fetched directory the engine user's (docs/lifecycle.md "Engine isolation"); default: nothing to do. */
+  giveToEngine?: (dir: string) => void;
 }
 
 const UNAVAILABLE: Offsite = { state: 'unavailable', completed_at: null };
@@ -150,6 +152,7 @@ export class Backups {
     const staging = `${dir}.staging-${randomHex(8)}`;
     try {
       await this.store.fetch(projectId, snapshotId, staging);
+      this.#deps.giveToEngine?.(staging);
       renameDurable(staging, dir);
     } finally {
       await rm(staging, { recursive: true, force: true });

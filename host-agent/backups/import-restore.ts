@@ -33,10 +33,10 @@ export interface Imported {
 /** The label of a snapshot an archive became. */
 export const IMPORT_LABEL = 'import';
 
-/** Makes a tree the agent wrote the engine user's (docs/lifecycle.md "Engine isolation"). */
-export function engineOwner(ctx: AgentContext): (dir: string) => void {
+/** Makes a tree the agent wrote the engine user's (docs/lifecycle.md "Engine isolation"); nothing to do when engines run as the agent's user. */
+export function engineOwner(tenants: Pick<AgentContext['tenants'], 'launch'>): (dir: string) => void {
   return (dir) => {
-    const user = ctx.tenants.launch.user;
+    const user = tenants.launch.user;
     if (user) ownTree(dir, user, ENGINE_DIR_MODE);
   };
 }
@@ -56,7 +56,7 @@ export async function importArchive(ctx: AgentContext, projectId: string, record
     await unpackArchive(body, staging, ctx.settings.SVCD_IMPORT_MAX_BYTES);
     const imported = await ctx.tenants.exclusive(projectId, async (parts) => {
       refuseRunning(ctx, projectId);
-      const snapshot = await adoptBackup({ ...parts, giveToEngine: engineOwner(ctx) }, projectId, staging, IMPORT_LABEL);
+      const snapshot = await adoptBackup({ ...parts, giveToEngine: engineOwner(ctx.tenants) }, projectId, staging, IMPORT_LABEL);
       parts.states.notify(projectId, 'snapshot.created', { snapshot_id: snapshot.id, label: snapshot.label, created_at: snapshot.created_at });
       try {
         const restored = await restoreBackup(parts, projectId, { snapshotId: snapshot.id, backupDir: snapshot.backup_dir, backup: snapshot.backup });
