@@ -33,10 +33,11 @@ export function Snapshots({ project, record, onChanged }: { project: ProjectClie
   const running = record.state === 'running';
   const row = (s: Snapshot) => html`<tr key=${s.id} data-test="snapshot-row">
     <td class="mono" data-test="snapshot-id">${s.id}</td>
-    <td>${s.label ?? html`<span class="muted">—</span>`}</td>
+    <td>${s.label ?? html`<span class="muted">—</span>`}${s.automatic ? html` <span class="badge" title="taken by the agent after a sleep">automatic</span>` : null}</td>
     <td><${Time} at=${s.created_at} /></td>
     <td class="num">${formatBytes(s.backup.total_bytes)}</td>
     <td class="num">${s.lineage.visible_csn}</td>
+    <td data-test="snapshot-offsite">${s.offsite ? html`<span class=${`badge ${s.offsite.state}`} title=${s.offsite.completed_at ?? ''}>${s.offsite.state}</span>` : html`<span class="muted">—</span>`}</td>
     <td><button class="danger" disabled=${restore.busy} onClick=${() => setRestoring(s)} data-test="restore-snapshot">Restore</button></td>
   </tr>`;
   return html`<div data-test="page-snapshots">
@@ -61,7 +62,7 @@ export function Snapshots({ project, record, onChanged }: { project: ProjectClie
       ? html`<div class="notice" data-test="restored">Restored snapshot <code>${restored.snapshot_id}</code> at <${Time} at=${restored.restored_at} />; the previous directory is kept at <code>${restored.replaced_dir}</code>. The project is ${restored.state}.</div>`
       : null}
     <${ErrorBox} error=${pager.action.error} />
-    <${PagedTable} pager=${pager} test="snapshots-table" head=${['Id', 'Label', 'Created', 'Size', 'Commits', '']} row=${row} loading="Loading snapshots…" empty="No snapshot yet." />
+    <${PagedTable} pager=${pager} test="snapshots-table" head=${['Id', 'Label', 'Created', 'Size', 'Commits', 'Off machine', '']} row=${row} loading="Loading snapshots…" empty="No snapshot yet." />
     ${restoring
       ? html`<${Confirm} title="Restore this snapshot?" confirmLabel="Restore" onConfirm=${() => restore.run(restoring)} onCancel=${() => setRestoring(null)}>
           <p>The data directory is replaced by the state of <code>${restoring.id}</code>${restoring.label ? ` (${restoring.label})` : ''}, taken <${Time} at=${restoring.created_at} />.</p>

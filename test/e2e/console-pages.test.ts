@@ -109,6 +109,14 @@ describe('every page at 1280 and 390 px', () => {
         await settled(page);
         await check(page, tab);
       }
+      // A folder two levels down, holding a long name without a space.
+      await go(page, `#/projects/${projectId}/storage`, 'page-storage');
+      for (const folder of ['docs/', 'guide/']) {
+        await page.waitForFunction((f) => [...document.querySelectorAll('[data-test=folder]')].some((b) => b.textContent === f), {}, folder);
+        await page.evaluate((f) => [...document.querySelectorAll<HTMLButtonElement>('[data-test=folder]')].find((b) => b.textContent === f)!.click(), folder);
+      }
+      await textOf(page, '[data-test=objects-table]', /a-very-long-file-name/);
+      await check(page, 'storage-folder');
       // The side bar: beside the page when wide, a menu when narrow.
       const side = await page.$eval('[data-test=side]', (el) => getComputedStyle(el).display);
       if (width < 700) {
