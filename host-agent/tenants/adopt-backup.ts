@@ -2,7 +2,7 @@
  * A backup directory that arrived from outside becomes a snapshot of the project (docs/lifecycle.md
  * "Export and import"): an imported archive, an off-machine copy brought to another machine.
  *
- * 1. The directory is renamed to `snapshots/<p>/<new id>.staging-<hex>` (a name the start's sweep
+ * 1. The directory is renamed (copied and checked, across file systems) to `snapshots/<p>/<new id>.staging-<hex>` (a name the start's sweep
  *    removes, "Leftovers") and given to the engine user;
  * 2. the engine's `verify` checks it (a corrupt one is 409 `conflict`, exit 5, and is removed);
  * 3. a durable rename to `snapshots/<p>/<new id>/`, then its row (offsite `pending`). A crash before
@@ -18,10 +18,22 @@ import { newSnapshotId, putSnapshot, type Snapshot } from '../../shared/db/snaps
 import { randomHex } from '../../shared/ids.ts';
 import { ENGINE_PIN } from '../../shared/schemas/projects.ts';
 import { nowIso } from '../../shared/time.ts';
+import { copyBackupDir } from '../backups/fs-store.ts';
 import { readManifest } from '../backups/manifest.ts';
 import { verifyCommand } from '../engine-commands.ts';
 import { renameDurable } from './files.ts';
 import type { SnapshotDeps } from './snapshot.ts';
+
+/** Moves `from` to `to`: a rename, or a checked copy (then `from` removed) across file systems. */
+async function moveInto(from: string, to: string): Promise<void> {
+  try {
+    renameSync(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    await copyBackupDir(from, to, 'the backup directory to adopt');
+    rmSync(from, { recursive: true, force: true });
+  }
+}
 
 /** What adopting needs: what a snapshot needs, and how a directory is given to the engine user. */
 export interface AdoptDeps extends SnapshotDeps {
@@ -42,9 +54,9 @@ export async function adoptBackup(deps: AdoptDeps, projectId: string, sourceDir:
   mkdirSync(layout.snapshotRoot(projectId), { recursive: true });
   const staging = join(layout.snapshotRoot(projectId), `${snapshotId}.staging-${randomHex(8)}`);
   const backupDir = layout.backupDir(projectId, snapshotId);
-  renameSync(sourceDir, staging);
   let recorded = false;
   try {
+    await moveInto(sourceDir, staging);
     deps.giveToEngine(staging);
     const verified = await engines.run(projectId, verifyCommand, { backup: staging }, 'verify', engines.longTimeoutMs);
     const manifest = (await readManifest(staging)).document;
