@@ -17,33 +17,23 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { launchBrowser, newPage, screenshot } from '../helpers/browser.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../infra/local/stack.ts';
+import { newPage, screenshot } from '../helpers/browser.ts';
 import { tempDir } from '../helpers/env.ts';
 import { callJson } from '../helpers/http.ts';
-import { click, fill, textOf, waitFor } from './console-helpers.ts';
+import { click, fill, startRig, textOf, waitFor, type ConsoleRig } from './console-helpers.ts';
 
-const dir = tempDir('svc-browser-');
+let rig: ConsoleRig;
 let stack: Stack;
 let browser: Browser;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([
-    startStack({
-      dir: dir.dir,
-      dynamoEndpoint: inject('dynamoEndpoint'),
-      env: { SVCD_TABLE: `br_${randomBytes(6).toString('hex')}`, SVCD_PORT: '0', SVCD_AGENT_PORT: '0', SVCD_DATAPLANE_PORT: '0', SVCD_METRICS_PORT: '0' },
-      agentOutput: 'collect',
-      log: () => {},
-    }),
-    launchBrowser(),
-  ]);
+  rig = await startRig('svc-browser-');
+  ({ stack, browser } = rig);
 }, 120_000);
 afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-  dir.cleanup();
+  await rig?.stop();
 });
 
 async function tab(page: Page, name: string): Promise<void> {
