@@ -20,11 +20,12 @@ import { implement, type Implementation, type Routed } from '../implement.ts';
 /** The protocol version on every answer. */
 const TUS = { 'tus-resumable': TUS_VERSION };
 
-/** The session, and the protocol version the request must speak (400 otherwise: the error table has no 412). */
-async function tusSession(request: Routed, ctx: Ctx): Promise<SessionClaims> {
-  const claims = await presentedSession(request, ctx);
+// The token here; whether the session still stands, in the upload's own read (docs/api.md "Sessions").
+const tusSession = (request: Routed, ctx: Ctx) => presentedSession(request, ctx);
+
+/** The protocol version the request must speak, after the path and query (400 otherwise: the error table has no 412). */
+function requireTus(request: Routed): void {
   if (request.headers.get('tus-resumable') !== TUS_VERSION) throw errors.invalid(`Tus-Resumable: must be ${TUS_VERSION}`);
-  return claims;
 }
 
 const callOf = (ctx: Ctx, session: SessionClaims, projectId: string): UploadCall => ({
@@ -91,11 +92,12 @@ const expiresOf = (state: UploadState) => new Date(state.expiresAt).toUTCString(
 /** An answer without a body, with the protocol's headers. */
 const answer = (status: number, headers: Record<string, string> = {}) => new Response(null, { status, headers: { ...TUS, ...headers } });
 
-/** Errors carry `Tus-Resumable` too (and `Tus-Version` when it was the version that was wrong). */
+/** Checks the protocol version first; errors carry `Tus-Resumable` and `Tus-Version` too. */
 const tus =
-  <A extends unknown[]>(serve: (...args: A) => Promise<Response>) =>
+  <A extends [{ request: Routed }, ...unknown[]]>(serve: (...args: A) => Promise<Response>) =>
   async (...args: A): Promise<Response> => {
     try {
+      requireTus(args[0].request);
       return await serve(...args);
     } catch (err) {
       if (err instanceof ServiceError) Object.assign(err, { headers: { ...err.headers, ...TUS, 'tus-version': TUS_VERSION } });

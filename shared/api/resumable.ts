@@ -22,7 +22,6 @@ export const resumableOptions = route({
   description: `What the resumable upload endpoint supports; no credential (${DOC}).`,
   access: 'none',
   params: project,
-  ignoresInput: true,
   answers: { 204: { description: 'the protocol', headers: { 'Tus-Version': '`1.0.0`', 'Tus-Extension': 'the extensions', 'Tus-Max-Size': '`SVCD_STORAGE_MAX_OBJECT_BYTES`' } } },
 });
 

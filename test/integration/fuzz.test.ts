@@ -115,6 +115,7 @@ const WELL_FORMED: Record<string, () => string> = {
   name: () => 'FUZZ',
   rest: () => 'x',
   snapshot_id: () => 'snap_0000000000000000',
+  upload: () => 'upl_0000000000000000',
 };
 /** Parameters some route knows (docs/api.md "Decisions"). */
 const KNOWN = new Set(['limit', 'cursor', 'bucket', 'channel', 'project']);
