@@ -13,13 +13,15 @@
  *     during each, sampled every 5 ms: flat memory is a peak that does not grow with the archive.
  */
 import { spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { Stack } from '../../infra/local/stack.ts';
+import { issueInternalToken } from '../../shared/auth.ts';
+import { internalPaths } from '../../shared/internal-paths.ts';
 import { descendants } from '../helpers/procs.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -29,6 +31,8 @@ const MiB = 1024 * 1024;
 export interface ArchiveFigures {
   bytes: number;
   exportSeconds: number;
+  /** The same export from the agent's internal route alone (no front, no handlers): what the hops cost. */
+  exportAgentSeconds: number;
   importSeconds: number;
   bareCopySeconds: number;
   engineVerifyRestoreSeconds: number;
@@ -45,12 +49,12 @@ export interface ArchiveBenchOptions {
   print?: (line: string) => void;
 }
 
-interface Api {
+export interface Api {
   token: string;
   call(method: string, path: string, body?: unknown): Promise<any>;
 }
 
-async function apiOf(stack: Stack): Promise<Api> {
+export async function apiOf(stack: Stack): Promise<Api> {
   const send = async (method: string, path: string, body: unknown, token?: string) => {
     const r = await request(`${stack.url}${path}`, {
       method: method as 'GET',
@@ -66,14 +70,14 @@ async function apiOf(stack: Stack): Promise<Api> {
 }
 
 /** Runs one SQL statement on the engine's loopback listener (the project's own `/v2` is not the point here). */
-async function engineSql(address: string, sql: string): Promise<void> {
+export async function engineSql(address: string, sql: string): Promise<void> {
   const r = await request(`http://${address}/v2/sql`, { method: 'POST', headers: { 'x-svc-protocol-minor': '3', 'content-type': 'application/json' }, body: JSON.stringify({ sql, params: [] }) });
   await r.body.arrayBuffer();
   if (r.statusCode !== 200) throw new Error(`engine sql ${r.statusCode}`);
 }
 
 /** A sleeping project of about `megabytes` MiB and a snapshot of it. */
-async function bigSnapshot(api: Api, megabytes: number): Promise<{ id: string; snap: any }> {
+export async function bigSnapshot(api: Api, megabytes: number): Promise<{ id: string; snap: any }> {
   const { id } = await api.call('POST', '/v0/projects', { name: 'bench-archive' });
   await api.call('POST', `/v0/projects/${id}/wakeup`);
   const { endpoint } = await api.call('GET', `/v0/projects/${id}/head`);
@@ -102,7 +106,7 @@ function serviceRss(stack: Stack): number {
 }
 
 /** Runs `work`, sampling the service's RSS every 5 ms; answers seconds and the peak above idle. */
-async function measured(stack: Stack, work: () => Promise<void>): Promise<{ seconds: number; peak: number }> {
+export async function measured(stack: Stack, work: () => Promise<void>): Promise<{ seconds: number; peak: number }> {
   const idle = serviceRss(stack);
   let peak = idle;
   const timer = setInterval(() => (peak = Math.max(peak, serviceRss(stack))), 5);
@@ -116,8 +120,8 @@ async function measured(stack: Stack, work: () => Promise<void>): Promise<{ seco
   return { seconds, peak: Math.max(0, Math.max(peak, serviceRss(stack)) - idle) };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const mb = (n: number) => (n / MiB).toFixed(1);
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const mb = (n: number) => (n / MiB).toFixed(1);
 
 /** Measures export and import on `stack` against a bare copy of the same bytes; prints and answers the figures. */
 export async function benchArchive(stack: Stack, options: ArchiveBenchOptions = {}): Promise<ArchiveFigures> {
@@ -128,11 +132,13 @@ export async function benchArchive(stack: Stack, options: ArchiveBenchOptions = 
   const source = await bigSnapshot(api, megabytes);
   const target = await bigSnapshot(api, 1);
   const work = mkdtempSync(join(stack.dir, 'bench-archive-'));
-  const backupDir = join(stack.agents[0]!.root, 'snapshots', source.id, source.snap.id);
+  // On whichever agent the project was placed (the durability bench runs two).
+  const backupDir = stack.agents.map((a) => join(a.root, 'snapshots', source.id, source.snap.id)).find((d) => existsSync(d))!;
   const files = ['manifest.json', 'meta.json', 'data.sqlite'].map((f) => join(backupDir, f));
   const archiveFile = join(work, 'archive.tar');
   const engine = join(REPO, 'bin/svc-engine');
-  const times = { exp: [] as number[], imp: [] as number[], bare: [] as number[], engine: [] as number[] };
+  const times = { exp: [] as number[], agent: [] as number[], imp: [] as number[], bare: [] as number[], engine: [] as number[] };
+  const internalToken = await issueInternalToken(stack.env.SVCD_INTERNAL_SECRET!);
   let exportPeak = 0;
   let importPeak = 0;
   try {
@@ -153,6 +159,12 @@ export async function benchArchive(stack: Stack, options: ArchiveBenchOptions = 
       });
       times.exp.push(exp.seconds);
       exportPeak = Math.max(exportPeak, exp.peak);
+
+      const a0 = performance.now();
+      const direct = await request(new URL(internalPaths.snapshotArchive(source.id, source.snap.id), stack.agents[0]!.internalUrl), { headers: { authorization: `Bearer ${internalToken}` } });
+      await pipeline(direct.body, createWriteStream(join(work, 'direct.tar')));
+      times.agent.push((performance.now() - a0) / 1000);
+      rmSync(join(work, 'direct.tar'), { force: true });
 
       const size = statSync(archiveFile).size;
       const imp = await measured(stack, async () => {
@@ -184,6 +196,7 @@ export async function benchArchive(stack: Stack, options: ArchiveBenchOptions = 
   const figures: ArchiveFigures = {
     bytes,
     exportSeconds: median(times.exp),
+    exportAgentSeconds: median(times.agent),
     importSeconds: median(times.imp),
     bareCopySeconds: median(times.bare),
     engineVerifyRestoreSeconds: median(times.engine),
@@ -196,6 +209,7 @@ export async function benchArchive(stack: Stack, options: ArchiveBenchOptions = 
   print(`archive of ${mb(bytes)} MiB (median of ${rounds} rounds, interleaved)`);
   print(`baseline: bare copy of the same bytes:            ${figures.bareCopySeconds.toFixed(3)} s  ${rate(figures.bareCopySeconds)}`);
   print(`export (GET …/archive → file):                    ${figures.exportSeconds.toFixed(3)} s  ${rate(figures.exportSeconds)}  ratio ${figures.exportRatio.toFixed(2)} (target ≥ 0.5)`);
+  print(`  the agent's internal route alone (no front, no handlers): ${figures.exportAgentSeconds.toFixed(3)} s  ${rate(figures.exportAgentSeconds)}  ratio ${(figures.bareCopySeconds / figures.exportAgentSeconds).toFixed(2)}`);
   print(`import (POST …/import, unpack + verify + restore): ${figures.importSeconds.toFixed(3)} s  ${rate(figures.importSeconds)}  raw ratio ${(figures.bareCopySeconds / figures.importSeconds).toFixed(2)}`);
   print(`baseline: engine verify + restore alone:          ${figures.engineVerifyRestoreSeconds.toFixed(3)} s`);
   print(`import's streaming beside the engine's work:      ${(figures.importSeconds - figures.engineVerifyRestoreSeconds).toFixed(3)} s  ratio ${figures.importRatio.toFixed(2)} (target ≥ 0.5)`);
