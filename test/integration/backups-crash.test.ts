@@ -4,7 +4,8 @@
  * store, at a different moment each round. After each kill the store holds no copy of the snapshot
  * or a complete one (every file the manifest's size and SHA-256), never one that claims to be
  * complete without being so, and the row never says `complete` for a copy the store lacks; after the
- * restart the copy is completed (or found complete) and recorded.
+ * restart the copy is completed (or found complete) and recorded. An import killed while it unpacks
+ * or while it is adopted leaves no staging name after the restart's sweep and no half snapshot.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ const backends: [string, () => Record<string, string>][] = [
 describe.each(backends)('SIGKILL while a snapshot is copied to the %s store', (kind, settings) => {
   let d: ChildDeployment;
   let extra: Record<string, string>;
+  /** The project of the first test, with its snapshots of about 24 MiB. */
+  let sourceId: string;
   afterAll(async () => {
     await d?.stop();
     if (extra?.SVCD_BACKUP_DIR) rmSync(extra.SVCD_BACKUP_DIR, { recursive: true, force: true });
@@ -101,5 +104,60 @@ describe.each(backends)('SIGKILL while a snapshot is copied to the %s store', (k
     }
     // Not a claim of the test, a note of what it exercised: some rounds should have found no copy yet.
     console.log(`backups-crash ${kind}: ${outcomes.join(' ')}`);
+    sourceId = id;
   }, 180_000);
+
+  it.runIf(kind === 'fs')('an import killed while it unpacks, and while it is adopted, leaves no staging name and no half snapshot', () => importKilled(sourceId), 120_000);
+
+  /**
+   * An import SIGKILLed while its archive is unpacked, and while it is adopted and restored: after the
+   * restart the project holds its rows (the old ones, or the archive's) and its snapshots are whole
+   * (none half recorded), and the start's sweep leaves no staging name under its snapshot root.
+   */
+  async function importKilled(sourceId: string): Promise<void> {
+    const snaps = (await call(d.api, 'GET', `/v0/projects/${sourceId}/snapshots?limit=1`, d.token)).body.snapshots;
+    const archive = new Uint8Array(await (await d.app.fetch(new Request(`http://svc.test/v0/projects/${sourceId}/snapshots/${snaps[0].id}/archive`, { headers: { authorization: `Bearer ${d.token}` } }))).arrayBuffer());
+    const target = await createProject(d.api, d.token, 'import-crash');
+    await wake(d.api, d.token, target);
+    const address = (await call(d.api, 'GET', `/v0/projects/${target}/head`, d.token)).body.endpoint.address;
+    await engineSql(address, 'CREATE TABLE t (v BLOB)');
+    await sleep(d.api, d.token, target);
+    const root = d.layout.snapshotRoot(target);
+    const staged = () => names2(root).filter((n) => n.includes('.staging-'));
+    for (const moment of ['unpacking', 'adopting']) {
+      const importing = d.app
+        .fetch(new Request(`http://svc.test/v0/projects/${target}/import`, { method: 'POST', body: archive, headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/x-tar' } }))
+        .then((r) => r.status)
+        .catch(() => 0);
+      const pattern = moment === 'unpacking' ? /^import\.staging-/ : /^snap_[0-9a-f]{16}\.staging-/;
+      await waitFor(() => staged().some((n) => pattern.test(n)), 20_000, 1);
+      await d.agent.kill9();
+      await importing;
+      await d.agent.start();
+      expect(staged(), moment).toEqual([]);
+      for (const snap of (await call(d.api, 'GET', `/v0/projects/${target}/snapshots`, d.token)).body.snapshots) {
+        await checkDir(d.layout.backupDir(target, snap.id), `snapshot ${snap.id} after a crash ${moment}`);
+      }
+      const rows = await engineRows(target);
+      expect([0, 6000], moment).toContain(rows);
+      await sleep(d.api, d.token, target);
+    }
+  }
+
+  /** How many rows the project's table holds (woken, then left running). */
+  async function engineRows(projectId: string): Promise<number> {
+    await wake(d.api, d.token, projectId);
+    const address = (await call(d.api, 'GET', `/v0/projects/${projectId}/head`, d.token)).body.endpoint.address;
+    const r = await engineSql(address, 'SELECT count(*) AS n FROM t');
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return Number(r.body.results[0].rows[0][0]);
+  }
+
+  function names2(dir: string): string[] {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  }
 });
