@@ -65,6 +65,8 @@ describe('the OpenAPI document', () => {
       created_at: '2026-05-01T12:00:00.000Z',
       updated_at: '2026-05-01T12:00:00.000Z',
       native: { pin: '3.0.0', data_plane: '/v2' },
+      last_backup_at: null,
+      last_backup_offsite: null,
     };
     expect(checker.problems('GET', '/v0/projects/prj_0123456789abcdef', 200, project)).toEqual([]);
     expect(checker.problems('GET', '/v0/projects/prj_0123456789abcdef', 200, { ...project, extra: 1 })).not.toEqual([]);
