@@ -34,6 +34,12 @@ describe('lifecycle', () => {
       created_at: 'c',
       updated_at: 'later',
       native: { pin: '3.0.0', data_plane: '/v2' },
+      last_backup_at: null,
+      last_backup_offsite: null,
+      auto_sleep_after_s: null,
+      backup: null,
+      agent_id: agentId,
+      restored_from: null,
     });
   });
 
