@@ -201,12 +201,18 @@ export class KeyCache {
     if (last !== undefined && now - last < minIntervalMs) return this.placements.get(projectId);
     this.refreshed.set(projectId, now);
     this.placements.delete(projectId);
-    return this.ownerOf(projectId);
+    const owner = await this.ownerOf(projectId);
+    for (const entry of this.keys.values()) if (entry.state === 'active' && entry.project === projectId) entry.owner = owner ?? undefined;
+    return owner;
   }
 
-  /** Forgets the project's placement (it moved away from or to this agent): the next request reads it. */
+  /**
+   * Forgets the project's placement (it moved away from or to this agent), and the keys of it this
+   * cache verified, which carry it: the next request reads both again.
+   */
   forgetPlacement(projectId: string): void {
     this.placements.delete(projectId);
+    for (const [keyId, entry] of this.keys.entries()) if (entry.state === 'active' && entry.project === projectId) this.keys.delete(keyId);
   }
 
   /** A project's owning agent: read once per project (single flight), then from memory. */

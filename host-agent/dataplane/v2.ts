@@ -109,13 +109,14 @@ async function destinationOf(c: V2Context, h: Scanned, projectId: string, owner:
     if (!endpoint) throw new ServiceError('tenant_not_running', `project ${projectId} has no running engine: call POST /v0/projects/${projectId}/wakeup`);
     return { engine: endpoint };
   }
-  // Forwarded here by an agent that believes this one owns the project (a placement it held from
-  // before a move): on to the owner once more (two hops at most). Back to the forwarder only once it
-  // has been told its placement is stale, so it reads it again and serves the request itself.
-  if (h.forwardedBy.length > 1 || !c.peers) {
+  // Forwarded here by an agent that believes this one owns the project: never on to a third agent
+  // (no loops). When this agent places it on the forwarder itself, the forwarder's placement is the
+  // stale one (from before a move): it is told so, and the request goes back to it once, to be served there.
+  const back = h.forwardedBy.length === 1 && h.forwardedBy[0] === owner;
+  if ((h.forwardedBy.length > 0 && !back) || !c.peers) {
     throw errors.orchestrator(`project ${projectId} is hosted by another host agent; a forwarded request is not forwarded again`);
   }
-  if (h.forwardedBy.includes(owner)) await c.peers.tellMoved(owner, projectId);
+  if (back) await c.peers.tellMoved(owner, projectId);
   const peer = await c.peers.resolve(owner);
   if ('reason' in peer) {
     throw errors.orchestrator(

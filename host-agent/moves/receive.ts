@@ -7,7 +7,6 @@
  * of copies this agent does not host (./stale.ts).
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -21,7 +20,6 @@ import { internalPaths } from '../../shared/internal-paths.ts';
 import type { ReceiveOrder, Received } from '../../shared/schemas/moves.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
-import { statusCommand } from '../engine-commands.ts';
 import { projectPaths } from '../tenants/delete.ts';
 import { writeJsonDurable } from '../tenants/files.ts';
 import type { TenantParts } from '../tenants/parts.ts';
@@ -88,20 +86,23 @@ export function discardCopy(ctx: AgentContext, parts: TenantParts, projectId: st
 async function restoreInto(ctx: AgentContext, parts: TenantParts, projectId: string, snapshotId: string, sourceProject: string): Promise<string> {
   const snapshot = await getSnapshot(ctx.db, sourceProject, snapshotId);
   if (!snapshot) throw errors.notFound(`snapshot ${snapshotId} not found`);
-  const backupDir = parts.layout.backupDir(projectId, snapshotId);
+  // A fork on the source project's own agent restores straight from that project's backup (the
+  // engine only reads it); anything else is fetched from the off-machine copy first.
   const local = parts.layout.backupDir(sourceProject, snapshotId);
-  mkdirSync(parts.layout.snapshotRoot(projectId), { recursive: true });
-  if (sourceProject !== projectId && existsSync(local)) await cp(local, backupDir, { recursive: true });
-  else if (ctx.backups.available) await ctx.backups.fetchInto(sourceProject, snapshotId, backupDir);
-  else throw errors.orchestrator('this deployment keeps no off-machine copies (SVCD_BACKUP_DIR or the s3 backend): the snapshot cannot be brought here');
-  await restoreBackup(parts, projectId, { snapshotId, backupDir, backup: snapshot.backup });
-  // A fork keeps no snapshot of the source project: its copy of the backup goes once restored.
-  if (sourceProject !== projectId) rmSync(backupDir, { recursive: true, force: true });
-  const status = await parts.engines.run(projectId, statusCommand, { dataDir: parts.layout.dataDir(projectId) }, 'receive', parts.engines.startTimeoutMs);
-  if (status.root_digest !== snapshot.backup.checkpoint_digest) {
-    throw errors.upstream(`the restored data directory of ${projectId} does not match snapshot ${snapshotId}`);
+  const fetched = sourceProject !== projectId && existsSync(local) ? null : parts.layout.backupDir(projectId, snapshotId);
+  if (fetched !== null) {
+    if (!ctx.backups.available) throw errors.orchestrator('this deployment keeps no off-machine copies (SVCD_BACKUP_DIR or the s3 backend): the snapshot cannot be brought here');
+    mkdirSync(parts.layout.snapshotRoot(projectId), { recursive: true });
+    await ctx.backups.fetchInto(sourceProject, snapshotId, fetched);
   }
-  return status.root_digest;
+  const restored = await restoreBackup(parts, projectId, { snapshotId, backupDir: fetched ?? local, backup: snapshot.backup });
+  // A fork keeps no snapshot of the source project: a copy fetched for it goes once restored.
+  if (sourceProject !== projectId && fetched !== null) rmSync(fetched, { recursive: true, force: true });
+  // The engine's restore re-checked the digests of what it wrote (docs/engine.md "restore"): its
+  // answer must name the snapshot's own digest.
+  const digest = restored.restoreOutput.checkpoint_digest;
+  if (digest !== snapshot.backup.checkpoint_digest) throw errors.upstream(`the restored data directory of ${projectId} does not match snapshot ${snapshotId}`);
+  return digest;
 }
 
 /** Whether a tar entry is a file or directory under `<projectId>/`. */

@@ -6,18 +6,18 @@
  * this agent drop its copy. A crash before the commit leaves the project here, whole; after it, the
  * project is the other agent's and this agent's copy goes at its next start (./stale.ts).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { listAgents, agentIsLive, choosePlacement, getAgent, type AgentRecord } from '../../shared/db/agents.ts';
 import { moveProject } from '../../shared/db/moves.ts';
 import { getProject } from '../../shared/db/projects.ts';
 import { newReceipt } from '../../shared/db/receipts.ts';
-import { getSnapshot, latestSnapshotId } from '../../shared/db/snapshots.ts';
+import { latestSnapshotId } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { internalPaths } from '../../shared/internal-paths.ts';
 import type { Received, RelocateOrder, Relocated } from '../../shared/schemas/moves.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
-import { statusCommand } from '../engine-commands.ts';
 import type { TenantParts } from '../tenants/parts.ts';
 import { takeSnapshot } from '../tenants/snapshot.ts';
 import { agentCalls } from './calls.ts';
@@ -109,19 +109,35 @@ async function sleepFirst(parts: TenantParts, projectId: string, allowed: boolea
 
 /**
  * The snapshot the move goes through: the newest one when the data directory has not changed since
- * (same digest), else a new one; its off-machine copy complete (503 when there is no store).
+ * it was taken, else a new one; its off-machine copy complete (503 when there is no store).
  */
 async function shippedSnapshot(ctx: AgentContext, parts: TenantParts, projectId: string): Promise<string> {
-  const status = await parts.engines.run(projectId, statusCommand, { dataDir: parts.layout.dataDir(projectId) }, 'relocate', parts.engines.startTimeoutMs);
   const newestId = await latestSnapshotId(ctx.db, projectId);
-  const newest = newestId ? await getSnapshot(ctx.db, projectId, newestId) : null;
-  const current = newest && newest.lineage.root_digest === status.root_digest && existsSync(parts.layout.backupDir(projectId, newest.id)) ? newest : null;
-  const snapshot = current ?? (await takeSnapshot(parts, projectId, 'relocation'));
-  const offsite = await ctx.backups.ship(projectId, snapshot.id);
+  const current = newestId !== null && unchangedSince(parts.layout.dataDir(projectId), parts.layout.backupDir(projectId, newestId)) ? newestId : null;
+  const snapshotId = current ?? (await takeSnapshot(parts, projectId, 'relocation')).id;
+  const offsite = await ctx.backups.ship(projectId, snapshotId);
   if (offsite.state !== 'complete') {
     throw errors.orchestrator('this deployment keeps no off-machine copies (SVCD_BACKUP_DIR or the s3 backend): a project cannot move');
   }
-  return snapshot.id;
+  return snapshotId;
+}
+
+/**
+ * Whether the sleeping tenant's database has not been written since the backup in `backupDir` was
+ * made: none of its files (docs/engine.md "Directory layout": the database, its WAL, the meta file)
+ * is newer than the backup's manifest, written last. Cheaper than the engine's `status`, which hashes
+ * the database; any doubt (a file missing, a clock step) answers false, and a snapshot is taken.
+ */
+export function unchangedSince(dataDir: string, backupDir: string): boolean {
+  try {
+    const madeAt = statSync(join(backupDir, 'manifest.json')).mtimeMs;
+    return ['data.sqlite', 'data.sqlite-wal', 'meta.json'].every((file) => {
+      const path = join(dataDir, file);
+      return !existsSync(path) ? file === 'data.sqlite-wal' : statSync(path).mtimeMs <= madeAt;
+    });
+  } catch {
+    return false;
+  }
 }
 
 /**

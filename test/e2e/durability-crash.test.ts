@@ -10,13 +10,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { createClient } from '../../client/index.ts';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
+import type { Stack } from '../../infra/local/stack.ts';
 import { agentIsLive, getAgent } from '../../shared/db/agents.ts';
 import { createDb, type Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { REPO, tempDir } from '../helpers/env.ts';
+import { startAgentsStack } from '../helpers/stack.ts';
 
 const dir = tempDir('svc-durability-crash-');
 let stack: Stack;
@@ -70,22 +70,7 @@ async function wholeWhereRecorded(projectId: string, key: string): Promise<strin
 }
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    agents: 2,
-    env: {
-      SVCD_TABLE: uniqueTable('moves'),
-      SVCD_PORT: '0',
-      SVCD_AGENT_PORT: '0',
-      SVCD_DATAPLANE_PORT: '0',
-      SVCD_HEARTBEAT_MS: '300',
-      SVCD_AGENT_STALE_MS: '1500',
-      SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
-    },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startAgentsStack(dir.dir, 2);
   db = createDb(stack.settings);
   const su = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
   token = ((await su.json()) as { token: string }).token;

@@ -9,12 +9,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { createClient } from '../../client/index.ts';
-import { startStack, type Stack } from '../../infra/local/stack.ts';
+import type { Stack } from '../../infra/local/stack.ts';
 import { getAgent } from '../../shared/db/agents.ts';
 import { createDb, type Db } from '../../shared/db/client.ts';
-import { REPO, tempDir, uniqueTable } from '../helpers/env.ts';
+import { REPO, tempDir } from '../helpers/env.ts';
+import { startAgentsStack } from '../helpers/stack.ts';
 import { checkedJson } from '../helpers/openapi.ts';
 
 const dir = tempDir('svc-durability-');
@@ -83,23 +83,7 @@ function svcAgent(agentUrl: string, ...args: string[]): { code: number | null; o
 }
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    agents: 2,
-    env: {
-      SVCD_TABLE: uniqueTable('durable'),
-      SVCD_PORT: '0',
-      SVCD_AGENT_PORT: '0',
-      SVCD_DATAPLANE_PORT: '0',
-      SVCD_HEARTBEAT_MS: '300',
-      SVCD_AGENT_STALE_MS: '1500',
-      SVCD_AGENT_LOST_AFTER_S: '4',
-      SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
-    },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startAgentsStack(dir.dir, 2, { SVCD_AGENT_LOST_AFTER_S: '4' });
   db = createDb(stack.settings);
   const su = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
   token = ((await su.json()) as { token: string }).token;

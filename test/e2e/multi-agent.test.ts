@@ -10,14 +10,15 @@ import { checkedJson } from '../helpers/openapi.ts';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { startStack, type Stack, type StackAgent } from '../../infra/local/stack.ts';
+import type { Stack, StackAgent } from '../../infra/local/stack.ts';
 import { agentIsLive, getAgent, listAgents } from '../../shared/db/agents.ts';
 import { createDb, type Db } from '../../shared/db/client.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { tempDir, uniqueTable } from '../helpers/env.ts';
+import { tempDir } from '../helpers/env.ts';
+import { startAgentsStack } from '../helpers/stack.ts';
 import { SseReader } from '../helpers/sse.ts';
 
+/** The staleness startAgentsStack sets (SVCD_AGENT_STALE_MS). */
 const STALE_MS = 1_500;
 const dir = tempDir('svc-multi-');
 let stack: Stack;
@@ -76,22 +77,7 @@ const agent = (i: number): StackAgent => stack.agents[i]!;
 const other = (p: Placed) => agent(1 - p.owner);
 
 beforeAll(async () => {
-  stack = await startStack({
-    dir: dir.dir,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    agents: 2,
-    env: {
-      SVCD_TABLE: uniqueTable('multi'),
-      SVCD_PORT: '0',
-      SVCD_AGENT_PORT: '0',
-      SVCD_DATAPLANE_PORT: '0',
-      SVCD_HEARTBEAT_MS: '300',
-      SVCD_AGENT_STALE_MS: String(STALE_MS),
-      SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
-    },
-    agentOutput: 'collect',
-    log: () => {},
-  });
+  stack = await startAgentsStack(dir.dir, 2);
   db = createDb(stack.settings);
   const su = await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' });
   token = ((await su.json()) as { token: string }).token;

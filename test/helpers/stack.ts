@@ -20,6 +20,30 @@ export function startSuiteStack(dir: string, env: Record<string, string> = {}, l
 }
 
 /**
+ * A stack of `agents` agents in one table whose heartbeats show a dead agent within seconds (every
+ * 300 ms, stale after 1.5 s), for the suites about several agents; `env` over those.
+ */
+export function startAgentsStack(dir: string, agents: number, env: Record<string, string> = {}): Promise<Stack> {
+  return startStack({
+    dir,
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    agents,
+    env: {
+      SVCD_TABLE: uniqueTable('agents'),
+      SVCD_PORT: '0',
+      SVCD_AGENT_PORT: '0',
+      SVCD_DATAPLANE_PORT: '0',
+      SVCD_HEARTBEAT_MS: '300',
+      SVCD_AGENT_STALE_MS: '1500',
+      SVCD_ENGINE_STOP_TIMEOUT_MS: '3000',
+      ...env,
+    },
+    agentOutput: 'collect',
+    log: () => {},
+  });
+}
+
+/**
  * The handlers' Node entry (dist/node-server.mjs, the production Node workers) beside a suite's
  * stack, on its settings and a free port; `env` over them. Resolves once it prints its ready line.
  */
