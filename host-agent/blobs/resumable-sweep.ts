@@ -1,23 +1,21 @@
 /**
  * The expiry of resumable uploads while the agent runs (docs/storage.md "Resumable uploads",
- * expiration): every minute (sooner when `SVCD_RESUMABLE_EXPIRY_SECONDS` is shorter), for the
- * projects this agent hosts, each expired upload's bytes are removed and then its record; bytes no
- * record names any more are removed too once they are older than a sweep period (a creation writes
- * its record just after preparing its bytes, so younger ones may still be named).
+ * expiration): every minute (sooner when `SVCD_RESUMABLE_EXPIRY_SECONDS` is shorter), each expired
+ * upload of the projects this agent hosts (found in the index under the agent, where its creation
+ * put it) loses its bytes and then its record; `fs` files no record names are removed too once they
+ * are older than a sweep period (a record may be written just after its file's first bytes).
  *
  * `fs`: the files under `blobs/.uploads/`. `s3`: the upload's multipart upload and its incomplete
  * part (shared/blobs/multipart-s3.ts), found through the records; a multipart upload whose record
  * was never written (a crash inside a creation) is the blob sweep's age rule's to leave, and S3's
  * lifecycle rule for incomplete multipart uploads is the deployment's (docs/deploy.md).
  */
-import { readdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResumableBytes } from '../../shared/blobs/multipart.ts';
 import { createS3ResumableBytes } from '../../shared/blobs/multipart-s3.ts';
 import { createS3Client } from '../../shared/blobs/s3.ts';
-import { getProject } from '../../shared/db/projects.ts';
-import { deleteUpload, listUploads, type UploadRecord } from '../../shared/db/uploads.ts';
-import { ID_PATTERNS } from '../../shared/ids.ts';
+import { deleteUpload, getUpload, uploadsOn, type UploadRecord } from '../../shared/db/uploads.ts';
 import type { AgentContext } from '../context.ts';
 import { resumableFilesOf, type ResumableFiles } from './resumable.ts';
 
@@ -30,33 +28,32 @@ export interface UploadSweep {
   failed: string[];
 }
 
-/** One sweep of the uploads of the projects `ctx` hosts, at `now`. */
+/**
+ * One sweep at `now`: the expired uploads of the projects `ctx` hosts (the index of its uploads,
+ * shared/db/uploads.ts `uploadsOn`), then the fs files no record names that are older than `orphanAgeMs`.
+ */
 export async function sweepExpiredUploads(ctx: AgentContext, s3: ResumableBytes | null, now: number, orphanAgeMs: number): Promise<UploadSweep> {
   const sweep: UploadSweep = { removed: [], failed: [] };
   const files = resumableFilesOf(ctx.blobs);
-  const withFiles = await files.list();
-  const projects = new Set([...withFiles.map(([p]) => p), ...(await hostedProjectDirs(ctx))]);
-  for (const projectId of projects) {
+  for (const record of await uploadsOn(ctx.db, ctx.agentId)) {
+    if (Date.parse(record.expires_at) > now) continue;
     try {
-      const project = await getProject(ctx.db, projectId);
-      if (project && project.agent_id !== ctx.agentId) continue;
-      const records = project ? await listUploads(ctx.db, projectId) : [];
-      const named = new Set(records.map((r) => r.upload_id));
-      for (const record of records) {
-        if (Date.parse(record.expires_at) > now) continue;
-        await dropBytes(record, files, s3);
-        await deleteUpload(ctx.db, projectId, record.upload_id);
-        sweep.removed.push(`${projectId}/${record.upload_id}`);
-      }
-      for (const [p, id] of withFiles) {
-        if (p !== projectId || named.has(id)) continue;
-        const modified = await stat(join(ctx.blobs.root, '.uploads', p, id)).then((s) => s.mtimeMs, () => now);
-        if (now - modified < orphanAgeMs) continue;
-        await files.remove(p, id);
-        sweep.removed.push(`${p}/${id}`);
-      }
+      await dropBytes(record, files, s3);
+      await deleteUpload(ctx.db, record.project, record.upload_id);
+      sweep.removed.push(`${record.project}/${record.upload_id}`);
     } catch (err) {
-      sweep.failed.push(`${projectId} (${(err as Error).message})`);
+      sweep.failed.push(`${record.project}/${record.upload_id} (${(err as Error).message})`);
+    }
+  }
+  for (const [project, id] of await files.list()) {
+    try {
+      const modified = await stat(join(ctx.blobs.root, '.uploads', project, id)).then((s) => s.mtimeMs, () => now);
+      // A record read consistently, after the file was listed: a younger file may still be named.
+      if (now - modified < orphanAgeMs || (await getUpload(ctx.db, project, id))) continue;
+      await files.remove(project, id);
+      sweep.removed.push(`${project}/${id}`);
+    } catch (err) {
+      sweep.failed.push(`${project}/${id} (${(err as Error).message})`);
     }
   }
   return sweep;
@@ -73,15 +70,6 @@ async function dropBytes(record: UploadRecord, files: ResumableFiles, s3: Resuma
     { project: record.project, uploadId: record.upload_id, blob: record.blob, contentType: record.content_type, length: record.length },
     { offset: record.offset, ...(record.multipart_id ? { multipartId: record.multipart_id } : {}) },
   );
-}
-
-/** The projects with a directory of this agent's: its tenants', and its fs blob root's. */
-async function hostedProjectDirs(ctx: AgentContext): Promise<string[]> {
-  const found: string[] = [];
-  for (const dir of [ctx.tenants.layout.tenants, ctx.blobs.root]) {
-    for (const name of await readdir(dir).catch(() => [] as string[])) if (ID_PATTERNS.prj.test(name)) found.push(name);
-  }
-  return found;
 }
 
 /** Sweeps every `UPLOAD_SWEEP_MS` (or the expiry, when shorter) while the agent runs; answers the function that stops it. */

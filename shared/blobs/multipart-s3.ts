@@ -2,7 +2,7 @@
  * Resumable uploads on the `s3` backend (docs/storage.md "Resumable uploads"): one S3 multipart
  * upload of the final blob's key per upload, created at the POST. S3 takes parts of at least 5 MiB
  * but the last, so a PATCH that brings less (with what is pending before it) and is not the last
- * is kept as the upload's *incomplete part*, the object `uploads/<project>/<upload_id>.part`, and
+ * is kept as the upload's *incomplete part*, an object `uploads/<project>/<upload_id>.<end>.part`, and
  * sent first in the next part (as tusd's S3 store does). Outside `blobs/`, so the sweep of blobs no
  * row names never sees it; the upload's expiry or termination removes it.
  *
@@ -17,6 +17,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   UploadPartCommand,
   type S3Client,
@@ -29,9 +30,19 @@ import { createS3Client, s3KeyOf, unquote, type S3Settings } from './s3.ts';
 /** S3's smallest part but the last. */
 export const S3_MIN_PART_BYTES = 5 * 1024 * 1024;
 
-/** The S3 key of an upload's incomplete part. */
-export function s3TailKey(project: string, uploadId: string): string {
-  return `uploads/${project}/${uploadId}.part`;
+/**
+ * The S3 key of an upload's incomplete part ending at offset `end`. Named by its end, so a PATCH that
+ * died after writing a new one and before its offset was recorded leaves the recorded one intact
+ * (the next PATCH from the recorded offset reads that one); the upload's completion, termination or
+ * expiry removes them all (`uploads/<project>/<upload_id>.`).
+ */
+export function s3TailKey(project: string, uploadId: string, end: number): string {
+  return `${s3TailPrefix(project, uploadId)}${end}.part`;
+}
+
+/** The prefix of every incomplete part an upload ever had. */
+function s3TailPrefix(project: string, uploadId: string): string {
+  return `uploads/${project}/${uploadId}.`;
 }
 
 /** The `s3` bytes of resumable uploads of a deployment, over a client of its own. */
@@ -49,9 +60,10 @@ export function createS3ResumableBytes(client: S3Client, bucket: string): Resuma
     }
   };
   /** The incomplete part's bytes followed by `body`, as one stream of known length. */
-  const withTail = async (target: UploadTarget, tail: number, body: ReadableStream<Uint8Array>, length: number): Promise<ReadableStream<Uint8Array>> => {
+  const withTail = async (target: UploadTarget, progress: UploadProgress, body: ReadableStream<Uint8Array>, length: number): Promise<ReadableStream<Uint8Array>> => {
+    const tail = progress.tail ?? 0;
     if (tail === 0) return body;
-    const out = await send(client.send(new GetObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })));
+    const out = await send(client.send(new GetObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId, progress.offset) })));
     if (!out.Body || out.ContentLength !== tail) throw errors.upstream('the s3 blob store lost the incomplete part of an upload');
     return fixedLength(concat(out.Body.transformToWebStream() as ReadableStream<Uint8Array>, body), tail + length);
   };
@@ -73,9 +85,10 @@ export function createS3ResumableBytes(client: S3Client, bucket: string): Resuma
       }
       const size = tail + length;
       const last = progress.offset + length === target.length;
-      const stream = await withTail(target, tail, body, length);
+      const stream = await withTail(target, progress, body, length);
       if (size < S3_MIN_PART_BYTES && !last) {
-        await send(client.send(new PutObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId), Body: stream, ContentLength: size }), { abortSignal: signal }));
+        const key = s3TailKey(target.project, target.uploadId, progress.offset + length);
+        await send(client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: stream, ContentLength: size }), { abortSignal: signal }));
         return { ...progress, offset: progress.offset + length, tail: size };
       }
       const n = parts.length + 1;
@@ -93,7 +106,7 @@ export function createS3ResumableBytes(client: S3Client, bucket: string): Resuma
 
     async abort(target, progress) {
       await abortQuietly(client, bucket, s3KeyOf(target.project, target.blob), progress.multipartId);
-      await send(client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })));
+      await send(dropTails(client, bucket, target));
     },
   };
 }
@@ -118,7 +131,7 @@ async function finishUpload(client: S3Client, bucket: string, target: UploadTarg
       }),
     );
     if (!out.ETag) throw errors.upstream('the s3 blob store completed an upload without an ETag');
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: s3TailKey(target.project, target.uploadId) })).catch(() => {});
+    await dropTails(client, bucket, target).catch(() => {});
     return { size: target.length, etag: unquote(out.ETag) };
   } catch (err) {
     // Completed before (a crash came between this and the catalog flip): the blob is there.
@@ -126,6 +139,12 @@ async function finishUpload(client: S3Client, bucket: string, target: UploadTarg
     if (head?.ETag && head.ContentLength === target.length) return { size: target.length, etag: unquote(head.ETag) };
     throw translate(err);
   }
+}
+
+/** Deletes every incomplete part the upload ever had. */
+async function dropTails(client: S3Client, bucket: string, target: UploadTarget): Promise<void> {
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: s3TailPrefix(target.project, target.uploadId) }));
+  for (const o of listed.Contents ?? []) if (o.Key) await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.Key }));
 }
 
 /** Aborts a multipart upload; one already gone (or a store that refuses the abort, as s3rver does) is not an error. */

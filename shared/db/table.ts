@@ -60,6 +60,7 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
  * | bucket    | PRJ#<prj>          | BKT#<bucket>        |                 |                          |
  * | object    | PRJ#<prj>          | OBJ#<bucket>#<part> |                 |                          |
  * | blob-del  | PRJ#<prj>          | BLOBDEL#<bucket>#<blob> |             |                          |
+ * | upload    | PRJ#<prj>          | UPL#<upl>           | UPLOADS#<agt>   | <prj>#<upl>              |
  * | function  | PRJ#<prj>          | FN#<name>           |                 |                          |
  * | fn-version| PRJ#<prj>          | FNV#<name>#<gen>#<v>|                 |                          |
  * | rt-ticket | RTT#<sha256>       | RTT                 |                 |                          |
@@ -88,6 +89,8 @@ export const prefixes = {
   blobDeletion: 'BLOBDEL#',
   /** A resumable upload (shared/db/uploads.ts, docs/storage.md "Resumable uploads"). */
   upload: 'UPL#',
+  /** The index partition of the resumable uploads of one agent's projects (their expiry sweep). */
+  uploadsOn: 'UPLOADS#',
   fn: 'FN#',
   fnVersion: 'FNV#',
   realtimeTicket: 'RTT#',
@@ -114,6 +117,8 @@ export const keys = {
   keyLookup: (keyId: string) => ({ pk: `${prefixes.key}${keyId}`, sk: 'KEY' }),
   bucket: (projectId: string, bucket: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.bucket}${bucket}` }),
   upload: (projectId: string, uploadId: string) => ({ pk: `${prefixes.project}${projectId}`, sk: `${prefixes.upload}${uploadId}` }),
+  /** Index partition of the resumable uploads of the projects an agent hosts. */
+  uploadsOn: (agentId: string) => `${prefixes.uploadsOn}${agentId}`,
   /** Catalog rows: sort key `OBJ#<bucket>#<key part>`, built by shared/db/catalog-keys.ts (1024-byte limit). */
   objectsOf: (projectId: string) => ({ pk: `${prefixes.project}${projectId}` }),
   /** A function's current version (shared/db/functions.ts). */

@@ -10,7 +10,7 @@ import type { BlobBackend } from '../blobs/store.ts';
 import type { Db } from './client.ts';
 import { isConditionFailure } from './client.ts';
 import { queryEach } from './pagination.ts';
-import { keys, prefixes } from './table.ts';
+import { GSI1, keys } from './table.ts';
 
 /** One part of an `s3` upload's multipart upload. */
 export interface UploadPart {
@@ -48,12 +48,15 @@ export interface UploadRecord {
   tail?: number;
 }
 
-/** Creates the record (a fresh id never exists already). */
-export async function createUpload(db: Db, record: UploadRecord): Promise<void> {
+/**
+ * Creates the record (a fresh id never exists already), indexed under the agent hosting its project
+ * (`agentId`), whose sweep finds it there once it expires.
+ */
+export async function createUpload(db: Db, record: UploadRecord, agentId: string): Promise<void> {
   await db.doc.send(
     new PutCommand({
       TableName: db.table,
-      Item: { ...keys.upload(record.project, record.upload_id), type: 'upload', ...record },
+      Item: { ...keys.upload(record.project, record.upload_id), [GSI1.pk]: keys.uploadsOn(agentId), [GSI1.sk]: `${record.project}#${record.upload_id}`, type: 'upload', ...record },
       ConditionExpression: 'attribute_not_exists(pk)',
     }),
   );
@@ -119,16 +122,17 @@ export async function deleteUpload(db: Db, projectId: string, uploadId: string):
   );
 }
 
-/** Every upload of a project (consistent), for the expiry sweep. */
-export async function listUploads(db: Db, projectId: string): Promise<UploadRecord[]> {
+/** The uploads of the projects `agentId` hosts (the index is eventually consistent: for the expiry sweep). */
+export async function uploadsOn(db: Db, agentId: string): Promise<UploadRecord[]> {
   const found: UploadRecord[] = [];
   await queryEach(
     db,
     {
       TableName: db.table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.project(projectId).pk, ':prefix': prefixes.upload },
-      ConsistentRead: true,
+      IndexName: GSI1.name,
+      KeyConditionExpression: '#p = :p',
+      ExpressionAttributeNames: { '#p': GSI1.pk },
+      ExpressionAttributeValues: { ':p': keys.uploadsOn(agentId) },
     },
     (items) => {
       for (const item of items) found.push(uploadOf(item));
@@ -148,6 +152,6 @@ async function conditional(call: Promise<unknown>): Promise<boolean> {
 }
 
 export function uploadOf(item: Record<string, any>): UploadRecord {
-  const { pk: _pk, sk: _sk, type: _type, ...rest } = item;
+  const { pk: _pk, sk: _sk, gsi1pk: _gpk, gsi1sk: _gsk, type: _type, ...rest } = item;
   return { ...rest, length: Number(rest.length), offset: Number(rest.offset) } as UploadRecord;
 }

@@ -84,7 +84,7 @@ export async function createResumable(deps: Deps, call: UploadCall, upload: NewU
   const bytes = await bytesFor(deps, call.requestId, project, backend);
   const { multipartId } = await bytes.begin(targetOf(record));
   if (multipartId) Object.assign(record, { multipart_id: multipartId, parts: [], tail: 0 });
-  await createUpload(deps.db, record);
+  await createUpload(deps.db, record, project.agent_id);
   if (first && first.length > 0) return append(deps, call, project, record, 0, first);
   if (upload.length === 0) {
     await finishUpload(deps, call, project, record, bytes);
