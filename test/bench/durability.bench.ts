@@ -84,12 +84,15 @@ async function main(stack: Stack, work: string): Promise<void> {
   line('relocation (POST …/relocate)', median(reloc.service), relocBase, '≤ 1.5');
 
   // Fork vs. a copy of its backup directory.
-  const fork = { service: [] as number[], base: [] as number[] };
+  const fork = { service: [] as number[], base: [] as number[], restore: [] as number[] };
   for (let round = 0; round < rounds; round++) {
     const snap = await api.call('POST', `/v0/projects/${id}/snapshots`, { label: `fork-${round}` });
     const backupDir = join(await rootOf(id), 'snapshots', id, snap.id);
     fork.base.push(await seconds(() => cpSync(backupDir, join(work, `fork-copy-${round}`), { recursive: true })));
     rmSync(join(work, `fork-copy-${round}`), { recursive: true, force: true });
+    // The floor of any fork through the engine contract: the engine's restore of that backup, alone.
+    fork.restore.push(await seconds(() => engine('restore', '--backup', backupDir, '--target', join(work, `fork-restore-${round}`))));
+    rmSync(join(work, `fork-restore-${round}`), { recursive: true, force: true });
     let forked = '';
     fork.service.push(await seconds(async () => (forked = (await api.call('POST', '/v0/projects', { name: `fork-${round}`, from_snapshot: snap.id })).id)));
     await api.call('DELETE', `/v0/projects/${forked}`);
@@ -97,6 +100,8 @@ async function main(stack: Stack, work: string): Promise<void> {
   const forkBase = median(fork.base);
   console.log(`baseline: copy of the backup directory             ${forkBase.toFixed(3)} s`);
   line('fork (POST /v0/projects from_snapshot)', median(fork.service), forkBase, '≤ 1.5');
+  line('floor: engine restore of the backup, alone', median(fork.restore), forkBase, 'the ceiling: a fork restores through the engine');
+  console.log(`fork over its floor (engine restore alone): ${(median(fork.service) / median(fork.restore)).toFixed(2)}`);
 
   await lossRounds(stack, api, id, work);
   await benchArchive(stack, { megabytes, rounds });

@@ -171,6 +171,28 @@ describe('fork', () => {
   }, 120_000);
 });
 
+describe('the CLI', () => {
+  it('forks from a snapshot and relocates a project', async () => {
+    const svc = (...args: string[]) => {
+      const r = spawnSync(join(REPO, 'bin/svc'), [...args, '--json'], {
+        env: { PATH: process.env.PATH!, HOME: dir.dir, SVC_CONFIG_DIR: join(dir.dir, 'cli'), SVC_BASE_URL: stack.url, SVC_TOKEN: token },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { id: string; agent_id: string; state: string };
+    };
+    const p = await seeded('cli-origin', 20);
+    await ok('POST', `/v0/projects/${p.id}/sleep`);
+    const snap = await ok('POST', `/v0/projects/${p.id}/snapshots`, {});
+    const fork = svc('projects', 'create', 'cli-fork', '--from-snapshot', snap.id);
+    expect(fork.state).toBe('sleeping');
+    const other = stack.agents.find((a) => a.id !== fork.agent_id)!.id;
+    const moved = svc('projects', 'relocate', fork.id, '--to', other);
+    expect(moved.agent_id).toBe(other);
+  }, 120_000);
+});
+
 describe('agent loss', () => {
   it("brings a lost agent's project back from its newest off-machine copy; rows after it are the recovery-point loss", async () => {
     const p = await seeded('drill', 10_000);

@@ -1,5 +1,5 @@
 /**
- * `svc projects create|list|get|rename|update|delete` (the interface contract "POST /v0/projects", "GET
+ * `svc projects create|list|get|rename|update|relocate|delete` (the interface contract "POST /v0/projects", "GET
  * /v0/projects/{id}"; the automatic sleep and backups: docs/lifecycle.md "Automatic sleep and backups").
  */
 import type { Command } from 'commander';
@@ -23,6 +23,8 @@ export function printProject(cli: Cli, project: Project): void {
     created_at: project.created_at,
     updated_at: project.updated_at,
     engine: `${project.native.pin} (data plane ${project.native.data_plane})`,
+    agent: project.agent_id,
+    ...(project.restored_from ? { restored_from: `${project.restored_from.snapshot_id ?? 'no snapshot (data lost)'} after agent ${project.restored_from.lost_agent} was lost, ${project.restored_from.at}` } : {}),
     auto_sleep: describeAutoSleep(project),
     backup: describeBackup(project),
     last_backup: describeLastBackup(project),
@@ -43,9 +45,11 @@ function createAndList(projects: Command, r: Registry): void {
     .command('create')
     .description('create a project: it reserves a tenant and does not start the engine')
     .argument('<name>', 'the project name (1 to 64 characters)')
+    .option('--from-snapshot <snapshot_id>', 'a fork: the new project starts with this snapshot of one of your projects (docs/durability.md "Fork")')
     .action(
-      r.action(async (cli, name: string) => {
-        const project = await cli.withSession((c) => c.projects.create({ name }));
+      r.action(async (cli, name: string, options: { fromSnapshot?: string }) => {
+        const input = options.fromSnapshot === undefined ? { name } : { name, from_snapshot: options.fromSnapshot };
+        const project = await cli.withSession((c) => c.projects.create(input));
         cli.failure.project = project.id;
         cli.out.result(project, () => {
           printProject(cli, project);
@@ -85,6 +89,19 @@ function change(projects: Command, r: Registry): void {
       r.action(async (cli, id: string, name: string) => {
         cli.failure.project = projectArg(id);
         const project = await cli.withSession((c) => c.project(id).rename(name));
+        cli.out.result(project, () => printProject(cli, project));
+      }),
+    );
+
+  projects
+    .command('relocate')
+    .description('move the sleeping project to another host agent (docs/durability.md "Relocation")')
+    .argument('<project>', PROJECT_HELP)
+    .option('--to <agent_id>', 'the agent to move to (default: the least-loaded other live agent)')
+    .action(
+      r.action(async (cli, id: string, options: { to?: string }) => {
+        cli.failure.project = projectArg(id);
+        const project = await cli.withSession((c) => c.project(id).relocate(options.to));
         cli.out.result(project, () => printProject(cli, project));
       }),
     );
