@@ -45,44 +45,80 @@ function base64(text: string): string {
   return btoa(bin);
 }
 
+/** Where a resumable upload stands. */
+export interface UploadStatus {
+  offset: number;
+  length: number;
+}
+
+/** `POST …/storage/resumable`: a new upload of `size` bytes to `bucket/key`; answers its absolute URL. */
+export async function createUpload(t: Transport, id: string, input: { bucket: string; key: string; size: number; contentType?: string | undefined }, call?: CallOptions): Promise<string> {
+  const answer = await t.open(R.storage.createResumable, {
+    params: { id },
+    headers: { ...TUS, 'upload-length': String(input.size), 'upload-metadata': metadata({ bucket: input.bucket, key: input.key, content_type: input.contentType }) },
+  }, call);
+  answer.done();
+  const location = answer.response.headers.get('location') ?? '';
+  // Checked: a path of this service's uploads.
+  paramsOf(location);
+  return t.url(location);
+}
+
+/** `HEAD` of an upload: where it stands, or null once it is gone (completed and expired, terminated, never there). */
+export async function uploadStatus(t: Transport, url: string, call?: CallOptions): Promise<UploadStatus | null> {
+  let answer: Answer;
+  try {
+    answer = await t.open(R.storage.headResumable, { params: paramsOf(url), headers: TUS }, call);
+  } catch (err) {
+    if (err instanceof SvcError && err.status === 404) return null;
+    throw err;
+  }
+  answer.done();
+  return { offset: Number(answer.response.headers.get('upload-offset')), length: Number(answer.response.headers.get('upload-length')) };
+}
+
+/** `PATCH` of an upload: `body` (`length` bytes) at `offset`; answers the new offset (the object is stored once it is the length). */
+export async function appendUpload(t: Transport, url: string, offset: number, body: Blob | Uint8Array<ArrayBuffer>, call?: CallOptions): Promise<number> {
+  const length = body instanceof Blob ? body.size : body.byteLength;
+  const answer: Answer = await t.open(R.storage.patchResumable, {
+    params: paramsOf(url),
+    headers: { ...TUS, 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream', 'content-length': String(length) },
+    body,
+    streaming: true,
+  }, call);
+  answer.done();
+  return Number(answer.response.headers.get('upload-offset') ?? offset + length);
+}
+
+/** `DELETE` of an upload: it and its bytes go. */
+export async function cancelUpload(t: Transport, url: string, call?: CallOptions): Promise<void> {
+  (await t.open(R.storage.deleteResumable, { params: paramsOf(url), headers: TUS }, call)).done();
+}
+
 /** Uploads `source` to `bucket/key` of project `id` with TUS; resolves once the object is stored. */
 export async function uploadResumable(t: Transport, id: string, bucket: string, key: string, source: ResumableSource, options: ResumableOptions = {}): Promise<void> {
-  const size = source instanceof Blob ? source.size : source.size;
+  const size = source.size;
   const chunkSize = Math.min(options.chunkSize ?? DEFAULT_CHUNK_BYTES, SINGLE_REQUEST_BYTES);
   const reader = chunkReader(source);
-  let uploadId: string | null = options.uploadUrl ? idOf(options.uploadUrl) : null;
-  let offset = uploadId ? await standing(t, id, uploadId, size, options) : null;
-  if (offset === null) {
-    const answer = await t.open(R.storage.createResumable, {
-      params: { id },
-      headers: { ...TUS, 'upload-length': String(size), 'upload-metadata': metadata({ bucket, key, content_type: options.contentType }) },
-    }, options);
-    answer.done();
-    const location = answer.response.headers.get('location') ?? '';
-    uploadId = idOf(location);
+  let url = options.uploadUrl ?? null;
+  let offset = url ? await standing(t, url, size, options) : null;
+  if (offset === null || url === null) {
+    url = await createUpload(t, id, { bucket, key, size, contentType: options.contentType }, options);
     offset = 0;
-    options.onUploadUrl?.(t.url(location));
+    options.onUploadUrl?.(url);
   }
   options.onProgress?.({ loaded: offset, total: size });
   let failures = 0;
   while (offset < size) {
     const end = Math.min(offset + chunkSize, size);
     try {
-      const body = await reader.bytes(offset, end);
-      const answer: Answer = await t.open(R.storage.patchResumable, {
-        params: { id, upload: uploadId! },
-        headers: { ...TUS, 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream', 'content-length': String(end - offset) },
-        body,
-        streaming: true,
-      }, options);
-      answer.done();
-      offset = Number(answer.response.headers.get('upload-offset') ?? end);
+      offset = await appendUpload(t, url, offset, await reader.bytes(offset, end), options);
       failures = 0;
     } catch (err) {
       // The chunk's fate is unknown: ask where the upload stands, then go on from there.
       if (!retryable(err) || ++failures >= CHUNK_ATTEMPTS || options.signal?.aborted) throw err;
       await sleep(backoffMs(failures - 1), options.signal);
-      const now = await standing(t, id, uploadId!, size, options).catch(() => null);
+      const now = await standing(t, url, size, options).catch(() => null);
       if (now === null) throw err;
       offset = now;
     }
@@ -95,25 +131,17 @@ function retryable(err: unknown): boolean {
   return isNetworkError(err) || (err instanceof SvcError && (err.status === 409 || err.status >= 500));
 }
 
-/** The id at the end of an upload's URL or path. */
-function idOf(url: string): string {
-  const id = /upl_[0-9a-f]{16}$/.exec(url.split('?')[0]!)?.[0];
-  if (!id) throw new TypeError(`not the URL of a resumable upload: ${url}`);
-  return id;
+/** The project and upload ids of an upload's URL or path. */
+function paramsOf(url: string): { id: string; upload: string } {
+  const m = /\/v0\/projects\/(prj_[0-9a-f]{16})\/storage\/resumable\/(upl_[0-9a-f]{16})$/.exec(url.split('?')[0]!);
+  if (!m) throw new TypeError(`not the URL of a resumable upload: ${url}`);
+  return { id: m[1]!, upload: m[2]! };
 }
 
-/** Where the upload stands (HEAD), or null when it is gone or holds another size. */
-async function standing(t: Transport, id: string, upload: string, size: number, call: CallOptions): Promise<number | null> {
-  let answer: Answer;
-  try {
-    answer = await t.open(R.storage.headResumable, { params: { id, upload }, headers: TUS }, call);
-  } catch (err) {
-    if (err instanceof SvcError && err.status === 404) return null;
-    throw err;
-  }
-  answer.done();
-  if (Number(answer.response.headers.get('upload-length')) !== size) return null;
-  return Number(answer.response.headers.get('upload-offset'));
+/** Where the upload stands, or null when it is gone or holds another size. */
+async function standing(t: Transport, url: string, size: number, call: CallOptions): Promise<number | null> {
+  const status = await uploadStatus(t, url, call);
+  return status && status.length === size ? status.offset : null;
 }
 
 /**

@@ -22,6 +22,7 @@ const NOT_IN_SDK: Record<string, string> = {
   'GET /v0/projects/:id/storage/objects/:bucket': 'an object path without a key, always 400',
   'HEAD /v0/projects/:id/storage/objects/:bucket': 'an object path without a key, always 400',
   'DELETE /v0/projects/:id/storage/objects/:bucket': 'an object path without a key, always 400',
+  'OPTIONS /v0/projects/:id/storage/resumable': 'TUS discovery, for generic TUS clients; the SDK speaks the one version it knows (docs/storage.md "Resumable uploads")',
 };
 
 const PRJ = 'prj_0123456789abcdef';
@@ -89,6 +90,10 @@ const CALLS: ((c: SvcClient, signal: AbortSignal) => unknown)[] = [
   (c) => c.project(PRJ).functions.get('f'),
   (c) => c.project(PRJ).functions.versions('f').first(),
   (c) => c.project(PRJ).functions.delete('f'),
+  (c) => c.project(PRJ).storage.createUpload('b', 'k', 10),
+  (c) => c.project(PRJ).storage.uploadStatus(`http://sdk.test/v0/projects/${PRJ}/storage/resumable/upl_0123456789abcdef`),
+  (c) => c.project(PRJ).storage.appendUpload(`http://sdk.test/v0/projects/${PRJ}/storage/resumable/upl_0123456789abcdef`, 0, new Uint8Array(3)),
+  (c) => c.project(PRJ).storage.cancelUpload(`http://sdk.test/v0/projects/${PRJ}/storage/resumable/upl_0123456789abcdef`),
   (c) => c.project(PRJ).functions.logs('f'),
   ...INVOKE_METHODS.flatMap((method) => [
     (c: SvcClient) => c.project(PRJ).functions.invoke('f', { method }),

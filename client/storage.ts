@@ -8,7 +8,7 @@ import { encodeObjectKey } from '../shared/object-path.ts';
 import { withCleanup, type CallOptions } from './http.ts';
 import { listPages, type Pages } from './pages.ts';
 import { ProjectApi } from './project-apis.ts';
-import { DEFAULT_CHUNK_BYTES, SINGLE_REQUEST_BYTES, uploadResumable, type ResumableOptions } from './resumable.ts';
+import { appendUpload, cancelUpload, createUpload, DEFAULT_CHUNK_BYTES, SINGLE_REQUEST_BYTES, uploadResumable, uploadStatus, type ResumableOptions, type UploadStatus } from './resumable.ts';
 import * as R from './routes.gen.ts';
 import type {
   Bucket,
@@ -175,6 +175,30 @@ export class StorageClient extends ProjectApi {
       if (total !== null) headers['content-length'] = String(total);
     }
     return this.t.call(R.storage.putObject, { params: this.#object(bucket, key), body: payload, headers, streaming: true }, options);
+  }
+
+  /**
+   * `POST …/storage/resumable`: a resumable upload of `size` bytes to `bucket/key` (TUS 1.0;
+   * docs/storage.md "Resumable uploads"); answers its URL, for `appendUpload`, `uploadStatus` and
+   * `cancelUpload` (`upload` does all of it for a Blob or a sized stream).
+   */
+  createUpload(bucket: string, key: string, size: number, options: { contentType?: string } & CallOptions = {}): Promise<string> {
+    return createUpload(this.t, this.project.id, { bucket, key, size, contentType: options.contentType }, options);
+  }
+
+  /** `HEAD` of a resumable upload: its offset and length, or null once it is gone. */
+  uploadStatus(url: string, call?: CallOptions): Promise<UploadStatus | null> {
+    return uploadStatus(this.t, url, call);
+  }
+
+  /** `PATCH` of a resumable upload: `bytes` at `offset` (at most 32 MiB); answers the new offset. */
+  appendUpload(url: string, offset: number, bytes: Blob | Uint8Array<ArrayBuffer>, call?: CallOptions): Promise<number> {
+    return appendUpload(this.t, url, offset, bytes, call);
+  }
+
+  /** `DELETE` of a resumable upload: it and its bytes go. */
+  cancelUpload(url: string, call?: CallOptions): Promise<void> {
+    return cancelUpload(this.t, url, call);
   }
 
   /** `GET …/storage/objects/{bucket}/{key}`: the object's bytes as a stream. */
