@@ -156,7 +156,7 @@ async function buildContext(settings: Settings, options: AgentOptions, log: Log)
     now,
     emit: (projectId, event, payload) => realtime.emitSystem(projectId, event, payload),
     inFlightInvocations: (projectId) => functions.inFlight(projectId),
-    fetchBackup: (projectId, snapshotId, dir) => ctx.backups.fetchInto(projectId, snapshotId, dir),
+    fetchBackup: (projectId, snapshotId, dir) => ctx.backups.fetchInto(projectId, snapshotId, dir, { check: false }),
     afterSleep: (projectId, turn) => autoBackups.afterSleep(projectId, turn),
   });
   const autoBackups = automaticBackups(db, agentId, log, () => ctx);

@@ -144,14 +144,15 @@ export class Backups {
    * Downloads the complete off-machine copy of a snapshot into `dir` (made here; its parent too),
    * checked against its manifest. It is fetched under a staging name beside `dir` (which the start's
    * sweep removes, docs/lifecycle.md "Leftovers") and renamed into place once checked: a crash
-   * never leaves a half-fetched `dir`.
+   * never leaves a half-fetched `dir`. `check: false` leaves the check to the engine, whose restore
+   * verifies a backup before it uses it (docs/engine.md): the moves restore what they fetch at once.
    */
-  async fetchInto(projectId: string, snapshotId: string, dir: string): Promise<void> {
+  async fetchInto(projectId: string, snapshotId: string, dir: string, { check = true } = {}): Promise<void> {
     if (!this.store) throw errors.orchestrator('this host agent has no off-machine backup store (SVCD_BACKUP_DIR, or the s3 backend)');
     await mkdir(dirname(dir), { recursive: true });
     const staging = `${dir}.staging-${randomHex(8)}`;
     try {
-      await this.store.fetch(projectId, snapshotId, staging);
+      await this.store.fetch(projectId, snapshotId, staging, check);
       this.#deps.giveToEngine?.(staging);
       renameDurable(staging, dir);
     } finally {

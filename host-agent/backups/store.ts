@@ -20,8 +20,11 @@ export interface BackupStore {
   put(projectId: string, snapshotId: string, backupDir: string): Promise<void>;
   /** Whether the store holds a complete copy. */
   isComplete(projectId: string, snapshotId: string): Promise<boolean>;
-  /** Downloads a complete copy into `intoDir` (which must not exist), checked against its manifest; 404 when there is none. */
-  fetch(projectId: string, snapshotId: string, intoDir: string): Promise<void>;
+  /**
+   * Downloads a complete copy into `intoDir` (which must not exist), checked against its manifest
+   * unless `check` is false (the engine verifies it next, as its restore does); 404 when there is none.
+   */
+  fetch(projectId: string, snapshotId: string, intoDir: string, check?: boolean): Promise<void>;
   /** A file of a complete copy as a stream, with its size; null when there is no complete copy. */
   read(projectId: string, snapshotId: string, file: string): Promise<{ body: Readable; size: number } | null>;
   /** Removes the copy, complete or partial: its completion first, then its files. Idempotent. */

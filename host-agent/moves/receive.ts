@@ -93,7 +93,7 @@ async function restoreInto(ctx: AgentContext, parts: TenantParts, projectId: str
   if (fetched !== null) {
     if (!ctx.backups.available) throw errors.orchestrator('this deployment keeps no off-machine copies (SVCD_BACKUP_DIR or the s3 backend): the snapshot cannot be brought here');
     mkdirSync(parts.layout.snapshotRoot(projectId), { recursive: true });
-    await ctx.backups.fetchInto(sourceProject, snapshotId, fetched);
+    await ctx.backups.fetchInto(sourceProject, snapshotId, fetched, { check: false });
   }
   const restored = await restoreBackup(parts, projectId, { snapshotId, backupDir: fetched ?? local, backup: snapshot.backup });
   // A fork keeps no snapshot of the source project: a copy fetched for it goes once restored.
