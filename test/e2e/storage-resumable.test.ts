@@ -183,6 +183,12 @@ describe.each(['fs', 's3'] as const)('resumable uploads on the %s backend', (bac
     expect(wrongOffset.status).toBe(409);
     const noVersion = await raw(url, 'HEAD', auth);
     expect(noVersion.status).toBe(400);
+    // A browser's preflight and answer (the stack allows every origin): the TUS headers go both ways.
+    const preflight = await raw(url, 'OPTIONS', { origin: 'http://page.test', 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization,tus-resumable,upload-offset,content-type' });
+    expect(preflight.status).toBe(204);
+    expect(String(preflight.headers['access-control-allow-headers'])).toMatch(/Tus-Resumable.*Upload-Length.*Upload-Offset.*Upload-Metadata/);
+    const seen = await raw(endpoint, 'POST', { ...tusAuth, origin: 'http://page.test', 'upload-length': '1', 'upload-metadata': meta({ bucket: 'big', key: 'cors' }) });
+    expect(String(seen.headers['access-control-expose-headers'])).toMatch(/Location.*Tus-Resumable.*Upload-Offset/);
     const options = await raw(endpoint, 'OPTIONS', {});
     expect(options.status).toBe(204);
     expect(options.headers['tus-extension']).toBe('creation,creation-with-upload,termination,expiration');
