@@ -67,9 +67,13 @@ export class FunctionHeads {
     this.#heads.delete(`${projectId}/${name}`);
   }
 
-  /** The project was deleted: none of its functions is found again. */
-  forgetProject(projectId: string): void {
-    this.#gone.add(projectId);
+  /**
+   * The project was deleted (`deleted`): none of its functions is found again. Or it moved away or
+   * here (docs/durability.md): what is remembered of it is dropped and read again when needed.
+   */
+  forgetProject(projectId: string, deleted = true): void {
+    if (deleted) this.#gone.add(projectId);
+    else this.#gone.delete(projectId);
     for (const fn of [...this.#heads.keys()]) if (fn.startsWith(`${projectId}/`)) this.#heads.delete(fn);
   }
 }

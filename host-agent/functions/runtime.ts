@@ -165,9 +165,12 @@ export class FunctionRuntime {
     this.#secretSets.invalidate(projectId);
   }
 
-  /** The project was deleted: its runtimes end, nothing of it is served again. */
-  forgetProject(projectId: string): void {
-    this.#heads.forgetProject(projectId);
+  /**
+   * The project was deleted: its runtimes end, nothing of it is served again. With `deleted` false it
+   * moved (docs/durability.md): its runtimes end and what is remembered of it is read again when needed.
+   */
+  forgetProject(projectId: string, deleted = true): void {
+    this.#heads.forgetProject(projectId, deleted);
     this.#secretSets.invalidate(projectId);
     for (const [target, meta] of [...this.#targets]) if (meta.projectId === projectId) this.#targets.delete(target);
     this.#runtimes.retireProject(projectId);

@@ -74,7 +74,7 @@ export async function discardReceived(ctx: AgentContext, projectId: string): Pro
 export function discardCopy(ctx: AgentContext, parts: TenantParts, projectId: string): string[] {
   const removed = projectPaths(parts.layout, projectId);
   for (const path of removed) rmSync(path, { recursive: true, force: true });
-  ctx.functions.forgetProject(projectId);
+  ctx.functions.forgetProject(projectId, false);
   return removed;
 }
 

@@ -154,5 +154,5 @@ export async function announceMove(ctx: AgentContext, projectId: string): Promis
 export function forgetHere(ctx: AgentContext, projectId: string): void {
   ctx.keyCache.forgetPlacement(projectId);
   ctx.realtime.closeProject(projectId);
-  ctx.functions.forgetProject(projectId);
+  ctx.functions.forgetProject(projectId, false);
 }

@@ -15,6 +15,7 @@ import { getAgent } from '../../shared/db/agents.ts';
 import { createDb, type Db } from '../../shared/db/client.ts';
 import { REPO, tempDir } from '../helpers/env.ts';
 import { startAgentsStack } from '../helpers/stack.ts';
+import { FunctionsClient, httpSend, MODULES } from '../helpers/functions.ts';
 import { checkedJson } from '../helpers/openapi.ts';
 
 const dir = tempDir('svc-durability-');
@@ -107,6 +108,8 @@ describe('relocation', () => {
       body: 'hello from the first machine',
     });
     expect(put.status).toBeLessThan(300);
+    const fns = new FunctionsClient(httpSend(stack.url));
+    expect((await fns.deploy(token, p.id, 'echo', MODULES.echo)).status).toBe(201);
     const before = (await ok('GET', `/v0/projects/${p.id}`)).agent_id as string;
     const from = agentIndex(before);
 
@@ -126,6 +129,10 @@ describe('relocation', () => {
     const object = await fetch(`${stack.url}/v0/projects/${p.id}/storage/objects/files/hello.txt`, { headers: { authorization: `Bearer ${token}` } });
     expect(object.status).toBe(200);
     expect(await object.text()).toBe('hello from the first machine');
+    // The function's module moved with the project's blobs: it answers from the new agent.
+    const invoked = await fns.invoke(token, p.id, 'echo', '/after-the-move');
+    expect(invoked.status, await invoked.clone().text()).toBe(201);
+    expect(((await invoked.json()) as { path: string }).path).toBe('/after-the-move');
     const receipts = await ok('GET', `/v0/receipts?project=${p.id}`);
     expect(receipts.receipts.map((r: { op: string }) => r.op)).toContain('project.relocate');
     await ok('POST', `/v0/projects/${p.id}/sleep`);
