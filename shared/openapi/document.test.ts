@@ -67,6 +67,10 @@ describe('the OpenAPI document', () => {
       native: { pin: '3.0.0', data_plane: '/v2' },
       last_backup_at: null,
       last_backup_offsite: null,
+      auto_sleep_after_s: null,
+      backup: null,
+      agent_id: 'agt_0123456789abcdef',
+      restored_from: null,
     };
     expect(checker.problems('GET', '/v0/projects/prj_0123456789abcdef', 200, project)).toEqual([]);
     expect(checker.problems('GET', '/v0/projects/prj_0123456789abcdef', 200, { ...project, extra: 1 })).not.toEqual([]);
