@@ -220,6 +220,7 @@ describe('storage', () => {
   }, 60_000);
 
   it('uploads what is dropped on the panel into the folder being browsed', async () => {
+    await page.waitForSelector('[data-test=crumb]');
     await page.evaluate(() => [...document.querySelectorAll<HTMLButtonElement>('[data-test=crumb]')][0]!.click());
     await textOf(page, '[data-test=objects-table]', /top\.txt/);
     await page.evaluate(() => [...document.querySelectorAll<HTMLButtonElement>('[data-test=folder]')].find((b) => b.textContent === 'docs/')!.click());
@@ -258,6 +259,8 @@ describe('storage', () => {
     await api('POST', `/v0/projects/${id}/storage/uploads`, { bucket: 'scratch', key: 'pending.bin' });
     await go(page, `#/projects/${id}`, 'page-overview');
     await go(page, `#/projects/${id}/storage`, 'page-storage');
+    // The bucket list arrives after the page: wait until it offers the new bucket.
+    await waitFor(async () => (await page.$$eval('[data-test=bucket-select] option', (os) => os.map((o) => o.textContent))).includes('scratch'));
     await page.select('[data-test=bucket-select]', 'scratch');
     await textOf(page, '[data-test=objects-table]', /pending\.bin/);
     await click(page, '[data-test=delete-bucket]');
@@ -284,6 +287,7 @@ describe('storage', () => {
   const isPatch = (r: HTTPRequest) => r.method() === 'PATCH' && r.url().includes('/storage/resumable/');
 
   it('uploads a large file resumably with a progress bar, going on after a network error by itself', async () => {
+    await page.waitForSelector('[data-test=crumb]');
     await page.evaluate(() => [...document.querySelectorAll<HTMLButtonElement>('[data-test=crumb]')][0]!.click());
     await textOf(page, '[data-test=objects-table]', /top\.txt/);
     // The second piece's first attempt is cut; the upload sends it again.

@@ -29,6 +29,8 @@ async function call(method: string, path: string, body?: unknown): Promise<Respo
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    // A request caught by a kill must not hold the suite: it is answered or given up within a minute.
+    signal: AbortSignal.timeout(60_000),
   });
 }
 
@@ -99,7 +101,7 @@ describe('relocation cut by kill -9', () => {
     const spanMs = Date.now() - started;
     await wholeWhereRecorded(p.id, key);
 
-    for (let round = 0; round < 4; round++) {
+    for (let round = 0; round < 3; round++) {
       const hostedBy = (await getProject(db, p.id))!.agent_id;
       const source = stack.agents.findIndex((a) => a.id === hostedBy);
       const victim = round % 2 === 0 ? source : 1 - source;
@@ -115,7 +117,7 @@ describe('relocation cut by kill -9', () => {
       const leftover = join(other.root, 'tenants', p.id);
       if (existsSync(leftover)) expect(existsSync(join(leftover, 'received.json'))).toBe(true);
     }
-  }, 300_000);
+  }, 420_000);
 });
 
 describe('drain', () => {
