@@ -107,7 +107,8 @@ describe.each(backends)('SIGKILL while a snapshot is copied to the %s store', (k
     sourceId = id;
   }, 180_000);
 
-  it.runIf(kind === 'fs')('an import killed while it unpacks, and while it is adopted, leaves no staging name and no half snapshot', () => importKilled(sourceId), 120_000);
+  // The import's unpacking is the same on both stores: run once, on fs (none is registered, rather than reported skipped, on s3).
+  if (kind === 'fs') it('an import killed while it unpacks, and while it is adopted, leaves no staging name and no half snapshot', () => importKilled(sourceId), 120_000);
 
   /**
    * An import SIGKILLed while its archive is unpacked, and while it is adopted and restored: after the
