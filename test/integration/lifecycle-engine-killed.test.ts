@@ -79,5 +79,6 @@ describe('an engine killed behind the agent’s back', () => {
     const answers = await killAndAsk(t);
     expect(answers.filter((a) => a.status !== 409 || a.code !== 'tenant_not_running')).toEqual([]);
     expect(await waitFor(async () => (await getProject(db, t.id))!.state === 'sleeping', 5000)).toBe(true);
-  });
+    // An agent's kill and start, with its start-up sweeps, beside a whole suite on two cores.
+  }, 60_000);
 });
