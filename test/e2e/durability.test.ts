@@ -6,7 +6,7 @@
  * the agent that comes back serves nothing it hosted). Needs dist/worker.js (`npm test` builds it).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../client/index.ts';
@@ -218,7 +218,16 @@ describe('agent loss', () => {
     const early = svcAgent(stack.agents[1]!.internalUrl, 'lost', stack.agents[0]!.id);
     expect(early.code).toBe(1);
     expect(early.out).toContain('SVCD_AGENT_LOST_AFTER_S');
+    // The machine is lost: its agent and its engines die with it (an engine's process group is its pid).
     lost.process.kill('SIGKILL');
+    for (const record of readdirSync(join(lost.root, 'run')).filter((f) => f.endsWith('.json'))) {
+      const { pid } = JSON.parse(readFileSync(join(lost.root, 'run', record), 'utf8')) as { pid: number };
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    }
     rmSync(lost.root, { recursive: true, force: true });
     await new Promise((r) => setTimeout(r, 4_500));
     const declared = svcAgent(stack.agents[0]!.internalUrl, 'lost', lost.id);
