@@ -7,7 +7,9 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { getProject } from '../../shared/db/projects.ts';
+import { batchGetItems, type ItemsRead } from '../../shared/db/client.ts';
+import { toRecord, type ProjectRecord } from '../../shared/db/projects.ts';
+import { keys } from '../../shared/db/table.ts';
 import { errors } from '../../shared/errors.ts';
 import { ID_PATTERNS } from '../../shared/ids.ts';
 import type { AgentContext } from '../context.ts';
@@ -25,21 +27,33 @@ export const RECEIVED_GRACE_MS = 10 * 60_000;
  */
 export async function sweepStaleCopies(ctx: AgentContext, lost: boolean): Promise<string[]> {
   const removed: string[] = [];
-  await bounded([...projectsOnDisk(ctx.root)], 8, async (projectId) => {
+  const ids = [...projectsOnDisk(ctx.root)];
+  // The projects' items 100 to a read: the sweep stands between the agent's start and its listeners.
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    let items: ItemsRead;
     try {
-      if (await sweepOne(ctx, projectId, lost)) removed.push(projectId);
+      items = await batchGetItems(ctx.db, chunk.map((id) => keys.project(id)));
     } catch (err) {
-      ctx.log(`agent: checking whether ${projectId} is still hosted here failed: ${(err as Error).message}; checked again at the next start`);
+      ctx.log(`agent: checking whether ${chunk.length} projects are still hosted here failed: ${(err as Error).message}; checked again at the next start`);
+      continue;
     }
-  });
+    await bounded(chunk, 8, async (projectId) => {
+      const item = items.get(keys.project(projectId));
+      try {
+        if (await sweepOne(ctx, projectId, item ? toRecord(item) : null, lost)) removed.push(projectId);
+      } catch (err) {
+        ctx.log(`agent: removing the copy of ${projectId}, hosted elsewhere, failed: ${(err as Error).message}; tried again at the next start`);
+      }
+    });
+  }
   if (removed.length > 0) ctx.log(`agent: swept copies of projects hosted elsewhere: ${removed.length} removed: ${removed.join(', ')}`);
   return removed;
 }
 
 /** Whether the project's copy here went. */
-async function sweepOne(ctx: AgentContext, projectId: string, lost: boolean): Promise<boolean> {
+async function sweepOne(ctx: AgentContext, projectId: string, project: ProjectRecord | null, lost: boolean): Promise<boolean> {
   const marker = join(ctx.tenants.layout.tenantDir(projectId), RECEIVED_MARKER);
-  const project = await getProject(ctx.db, projectId);
   const received = existsSync(marker) ? statSync(marker).mtimeMs : null;
   // A project without its item is a deletion's to finish (docs/lifecycle.md), unless it is a copy taken in that never became one.
   if (!project && received === null) return false;

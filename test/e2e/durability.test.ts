@@ -6,7 +6,7 @@
  * the agent that comes back serves nothing it hosted). Needs dist/worker.js (`npm test` builds it).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../client/index.ts';
@@ -173,6 +173,10 @@ describe('fork', () => {
     const other = ((await (await fetch(`${stack.url}/v0/signup`, { method: 'POST', body: '{}' })).json()) as { token: string }).token;
     const theirs = await call('POST', '/v0/projects', { name: 'stolen', from_snapshot: snap.id }, other);
     expect(theirs.status).toBe(404);
+    // Naming the project too changes nothing: it is not theirs.
+    const named = await call('POST', '/v0/projects', { name: 'stolen', from_snapshot: snap.id, from_project: p.id }, other);
+    expect(named.status).toBe(404);
+    expect((await call('GET', '/v0/projects', undefined, other).then((r) => r.json())).projects).toEqual([]);
     await ok('POST', `/v0/projects/${p.id}/sleep`);
     await ok('POST', `/v0/projects/${fork.id}/sleep`);
   }, 120_000);
@@ -201,8 +205,11 @@ describe('the CLI', () => {
 });
 
 describe('agent loss', () => {
+  let drilled = '';
+
   it("brings a lost agent's project back from its newest off-machine copy; rows after it are the recovery-point loss", async () => {
     const p = await seeded('drill', 10_000);
+    drilled = p.id;
     await ok('POST', `/v0/projects/${p.id}/sleep`);
     // The drill's project lives on the second agent (the first serves the base URL).
     const placed = (await ok('GET', `/v0/projects/${p.id}`)).agent_id as string;
@@ -244,7 +251,12 @@ describe('agent loss', () => {
   }, 180_000);
 
   it('the lost agent that comes back serves none of its old projects and takes projects again once none is left on it', async () => {
+    // What the lost machine kept of the project (had its disk come back): removed at its start, never served.
+    const kept = join(stack.agents[1]!.root, 'tenants', drilled, 'data');
+    mkdirSync(kept, { recursive: true });
+    writeFileSync(join(kept, 'data.sqlite'), 'stale');
     const returned = await stack.restartAgent(1);
+    expect(existsSync(join(returned.root, 'tenants', drilled))).toBe(false);
     for (let i = 0; i < 100 && (await getAgent(db, returned.id))?.status === 'lost'; i++) await new Promise((r) => setTimeout(r, 200));
     expect((await getAgent(db, returned.id))?.status).toBeUndefined();
   }, 60_000);
