@@ -8,19 +8,15 @@
  * a recovery cut short is taken up again by the next pass (any agent's) over agents marked lost.
  */
 import { agentIsLive, choosePlacement, getAgent, listAgents, type AgentRecord } from '../../shared/db/agents.ts';
-import { moveProject, projectsOn, setAgentStatus, type RestoredFrom } from '../../shared/db/moves.ts';
+import { projectsOn, setAgentStatus, type RestoredFrom } from '../../shared/db/moves.ts';
 import type { ProjectRecord } from '../../shared/db/projects.ts';
-import { newReceipt } from '../../shared/db/receipts.ts';
 import { listSnapshots, type Snapshot } from '../../shared/db/snapshots.ts';
 import { errors } from '../../shared/errors.ts';
 import { newRequestId } from '../../shared/ids.ts';
-import { internalPaths } from '../../shared/internal-paths.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
-import { bounded } from '../tenants/processes.ts';
-import { agentCalls } from './calls.ts';
 import { announceMove } from './relocate.ts';
-import type { Progress } from './drain.ts';
+import { handOver, moveEach, type Progress } from './hand-over.ts';
 
 /**
  * Declares `agentId` lost (409 while its heartbeat is younger than the setting, or when it
@@ -54,57 +50,40 @@ export function recoverProjects(ctx: AgentContext, lostId: string, report: (line
 
 async function recoverAll(ctx: AgentContext, lostId: string, report: (line: Progress) => void): Promise<Progress> {
   const projects = await projectsOn(ctx.db, lostId);
-  report({ event: 'start', projects: projects.length });
-  let moved = 0;
-  let failed = 0;
   const requestId = newRequestId();
-  await bounded(projects, 2, async (project) => {
-    try {
-      const done = await recoverOne(ctx, project, lostId, requestId);
-      moved++;
-      report({ event: 'moved', project: project.id, to: done.to, state: done.state, snapshot_id: done.snapshotId });
-    } catch (err) {
-      failed++;
-      report({ event: 'failed', project: project.id, error: (err as Error).message });
-    }
-  });
-  const last: Progress = { event: 'done', moved, failed };
-  report(last);
+  const last = await moveEach(projects, (project) => recoverOne(ctx, project, lostId, requestId), report);
+  const { moved, failed } = last;
   ctx.log(`agent: recovered the projects of lost agent ${lostId}: ${moved} moved, ${failed} failed`, { level: failed > 0 ? 'warn' : 'info', event: 'agent.recover', moved, failed });
   return last;
 }
 
 /** One project of a lost agent, restored on the least-loaded live agent from its newest complete off-machine copy. */
-async function recoverOne(ctx: AgentContext, project: ProjectRecord, lostId: string, requestId: string): Promise<{ to: string; state: 'sleeping' | 'stopped'; snapshotId: string | null }> {
+async function recoverOne(ctx: AgentContext, project: ProjectRecord, lostId: string, requestId: string): Promise<{ to: string; state: 'sleeping' | 'stopped'; snapshot_id: string | null }> {
   const snapshot = await newestOffsite(ctx, project.id);
   const target = choosePlacement((await listAgents(ctx.db)).filter((a) => a.agent_id !== lostId), ctx.settings.SVCD_AGENT_STALE_MS, ctx.now());
   if (!target) throw errors.orchestrator('no live host agent takes projects');
-  const calls = agentCalls(ctx);
-  await calls.json(target, 'POST', internalPaths.receive(project.id), { body: { reason: 'recover', snapshot_id: snapshot?.id ?? null }, requestId });
   const at = nowIso(ctx.now());
   const state = snapshot ? 'sleeping' : 'stopped';
   const restoredFrom: RestoredFrom = { snapshot_id: snapshot?.id ?? null, snapshot_created_at: snapshot?.created_at ?? null, at, reason: 'agent_lost', lost_agent: lostId };
-  try {
-    await moveProject(ctx.db, {
-      projectId: project.id,
-      from: lostId,
-      to: target.agent_id,
-      state,
-      at,
-      restoredFrom,
-      receipt: newReceipt({ project: project.id, op: 'project.recover', target: target.agent_id, actor: `agent:${ctx.agentId}`, request_id: requestId, at }),
-    });
-  } catch (err) {
-    await calls.json(target, 'DELETE', internalPaths.receive(project.id)).catch(() => {});
-    throw err;
-  }
+  await handOver(ctx, {
+    projectId: project.id,
+    from: lostId,
+    to: target,
+    state,
+    at,
+    restoredFrom,
+    receive: { reason: 'recover', snapshot_id: snapshot?.id ?? null },
+    op: 'project.recover',
+    actor: `agent:${ctx.agentId}`,
+    requestId,
+  });
   await announceMove(ctx, project.id);
   ctx.log(`agent: ${project.id} of lost agent ${lostId} restored on ${target.agent_id} from ${snapshot?.id ?? 'no snapshot (its data is lost)'}`, {
     level: 'warn',
     event: 'project.recover',
     project_id: project.id,
   });
-  return { to: target.agent_id, state, snapshotId: snapshot?.id ?? null };
+  return { to: target.agent_id, state, snapshot_id: snapshot?.id ?? null };
 }
 
 /** The project's newest snapshot whose off-machine copy is complete (checked in the store), or null. */

@@ -9,18 +9,17 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { listAgents, agentIsLive, choosePlacement, getAgent, type AgentRecord } from '../../shared/db/agents.ts';
-import { moveProject } from '../../shared/db/moves.ts';
 import { getProject } from '../../shared/db/projects.ts';
-import { newReceipt } from '../../shared/db/receipts.ts';
 import { latestSnapshotId } from '../../shared/db/snapshots.ts';
 import { ServiceError, errors } from '../../shared/errors.ts';
 import { internalPaths } from '../../shared/internal-paths.ts';
-import type { Received, RelocateOrder, Relocated } from '../../shared/schemas/moves.ts';
+import type { RelocateOrder, Relocated } from '../../shared/schemas/moves.ts';
 import { nowIso } from '../../shared/time.ts';
 import type { AgentContext } from '../context.ts';
 import type { TenantParts } from '../tenants/parts.ts';
 import { takeSnapshot } from '../tenants/snapshot.ts';
 import { agentCalls } from './calls.ts';
+import { handOver } from './hand-over.ts';
 import { discardCopy } from './receive.ts';
 
 /** Options of one relocation besides the order. */
@@ -39,26 +38,18 @@ export async function relocateProject(ctx: AgentContext, projectId: string, orde
     const wasRunning = await sleepFirst(parts, projectId, options.moveRunning === true);
     const hasData = existsSync(parts.layout.dataDir(projectId));
     const snapshotId = hasData ? await shippedSnapshot(ctx, parts, projectId) : null;
-    const calls = agentCalls(ctx);
-    await calls.json<Received>(target, 'POST', internalPaths.receive(projectId), {
-      body: { reason: 'relocate', snapshot_id: snapshotId, blobs_from: ctx.agentId },
+    const state: Relocated['state'] = hasData ? 'sleeping' : 'stopped';
+    await handOver(ctx, {
+      projectId,
+      from: ctx.agentId,
+      to: target,
+      state,
+      at: nowIso(ctx.now()),
+      receive: { reason: 'relocate', snapshot_id: snapshotId, blobs_from: ctx.agentId },
+      op: 'project.relocate',
+      actor: order.actor,
       requestId: order.request_id,
     });
-    const at = nowIso(ctx.now());
-    const state = hasData ? 'sleeping' : 'stopped';
-    try {
-      await moveProject(ctx.db, {
-        projectId,
-        from: ctx.agentId,
-        to: target.agent_id,
-        state,
-        at,
-        receipt: newReceipt({ project: projectId, op: 'project.relocate', target: target.agent_id, actor: order.actor, request_id: order.request_id, at }),
-      });
-    } catch (err) {
-      await calls.json(target, 'DELETE', internalPaths.receive(projectId)).catch(() => {});
-      throw err;
-    }
     // Committed: the project is the other agent's. Nothing of it is served here again.
     parts.queue.retire(projectId, () => errors.orchestrator(`project ${projectId} moved to another host agent: retry`));
     forgetHere(ctx, projectId);
@@ -70,14 +61,14 @@ export async function relocateProject(ctx: AgentContext, projectId: string, orde
       project_id: projectId,
       to: target.agent_id,
     });
-    return { project: projectId, from: ctx.agentId, to: target.agent_id, snapshot_id: snapshotId, state, wasRunning } as const;
+    return { relocated: { project: projectId, from: ctx.agentId, to: target.agent_id, snapshot_id: snapshotId, state }, wasRunning };
   });
-  if (!moved.wasRunning) return { project: moved.project, from: moved.from, to: moved.to, snapshot_id: moved.snapshot_id, state: moved.state };
+  if (!moved.wasRunning) return moved.relocated;
   // A drained tenant that was running runs again on its new agent.
   const woken = await agentCalls(ctx).json<{ state: 'running' }>(target, 'POST', internalPaths.lifecycle(projectId, 'wakeup'), {
-    body: { recorded: { state: moved.state, updated_at: nowIso(ctx.now()) } },
+    body: { recorded: { state: moved.relocated.state, updated_at: nowIso(ctx.now()) } },
   });
-  return { project: moved.project, from: moved.from, to: moved.to, snapshot_id: moved.snapshot_id, state: woken.state };
+  return { ...moved.relocated, state: woken.state };
 }
 
 /** The agent to move to: the one asked for (live, taking projects, not this one), or the least loaded other one. */
