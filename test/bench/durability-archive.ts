@@ -22,7 +22,7 @@ import { request } from 'undici';
 import type { Stack } from '../../infra/local/stack.ts';
 import { issueInternalToken } from '../../shared/auth.ts';
 import { internalPaths } from '../../shared/internal-paths.ts';
-import { descendants } from '../helpers/procs.ts';
+import { descendants, rssOf } from '../helpers/procs.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const MiB = 1024 * 1024;
@@ -89,15 +89,6 @@ export async function bigSnapshot(api: Api, megabytes: number): Promise<{ id: st
   await api.call('POST', `/v0/projects/${id}/sleep`);
   const snap = await api.call('POST', `/v0/projects/${id}/snapshots`, { label: 'bench' });
   return { id, snap };
-}
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 function serviceRss(stack: Stack): number {

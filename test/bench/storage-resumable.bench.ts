@@ -21,22 +21,13 @@ import { request } from 'undici';
 import { stopChild } from '../../infra/local/children.ts';
 import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
-import { descendants } from '../helpers/procs.ts';
+import { descendants, rssOf } from '../helpers/procs.ts';
 
 const MiB = 1024 * 1024;
 const TOTAL = 1024 * MiB;
 const CHUNK = Number(process.argv[3] ?? 8) * MiB;
 const ROUNDS = Number(process.argv[2] ?? 1);
 const buffer = new Uint8Array(CHUNK).map((_, i) => (i * 131) & 0xff);
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 /** RSS of the service by part: the agent, and the worker host with its workerd. */
 function serviceRss(stack: Stack): { agent: number; worker: number } {

@@ -39,7 +39,7 @@ import { startDynamoLocal } from '../../infra/local/dynamodb.ts';
 import { stopChild } from '../../infra/local/children.ts';
 import { startStack, type Stack } from '../../infra/local/stack.ts';
 import { S3_TEST_BUCKET, S3RVER_CREDENTIALS, s3TestSettings } from '../setup/s3rver.ts';
-import { descendants } from '../helpers/procs.ts';
+import { descendants, rssOf } from '../helpers/procs.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const MiB = 1024 * 1024;
@@ -67,15 +67,6 @@ async function drain(body: ReadableStream<Uint8Array> | null): Promise<number> {
     const { done, value } = await reader.read();
     if (done) return n;
     n += value.byteLength;
-  }
-}
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
   }
 }
 

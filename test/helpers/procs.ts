@@ -42,3 +42,13 @@ export async function survivors(pids: number[], timeoutMs: number): Promise<numb
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** A process's resident memory in bytes (`VmRSS`), 0 once it is gone. */
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
